@@ -1,0 +1,10 @@
+// Original file: proto/api.proto
+
+
+export interface ExecResponse {
+  'url'?: (string);
+}
+
+export interface ExecResponse__Output {
+  'url': (string);
+}

@@ -1,0 +1,10 @@
+// Original file: proto/api.proto
+
+
+export interface NetworkConfig {
+  'podCidr'?: (string);
+}
+
+export interface NetworkConfig__Output {
+  'podCidr': (string);
+}

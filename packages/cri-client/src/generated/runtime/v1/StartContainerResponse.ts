@@ -1,0 +1,8 @@
+// Original file: proto/api.proto
+
+
+export interface StartContainerResponse {
+}
+
+export interface StartContainerResponse__Output {
+}

@@ -1,0 +1,10 @@
+// Original file: proto/api.proto
+
+
+export interface StatusRequest {
+  'verbose'?: (boolean);
+}
+
+export interface StatusRequest__Output {
+  'verbose': (boolean);
+}
