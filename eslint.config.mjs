@@ -28,6 +28,7 @@ export default tseslint.config(
             },
             { sourceTag: 'type:lib', notDependOnLibsWithTags: ['type:app'] },
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
+            { sourceTag: 'type:tool', onlyDependOnLibsWithTags: ['type:lib'] },
           ],
         },
       ],

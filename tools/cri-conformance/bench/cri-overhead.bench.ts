@@ -1,0 +1,155 @@
+/**
+ * cri-client overhead: median latency of Version and of a full sandbox + container start/stop cycle
+ * through RemoteRuntimeService, against the same calls through a bare @grpc/grpc-js client built from
+ * the same proto (no deadlines, no typed errors, no wrapper). Calls alternate between the two clients
+ * so both see the same machine state. Runs against containerd when tools/containerd/start.sh has run,
+ * and against the local runtime in simulated mode.
+ *
+ *   tsx bench/cri-overhead.bench.ts [--version-calls N] [--cycles N]
+ */
+import * as grpc from '@grpc/grpc-js';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { RemoteRuntimeService, grpcTarget, loadCriPackage, type runtimeapi } from '@kubelet-ts/cri-client';
+import { LocalRuntime } from '@kubelet-ts/local-runtime';
+import { readContainerdEnv } from '../src/index.js';
+
+const { values } = parseArgs({
+  options: { 'version-calls': { type: 'string', default: '2000' }, cycles: { type: 'string', default: '30' } },
+});
+const versionCalls = Number(values['version-calls']);
+const cycles = Number(values.cycles);
+
+type Call = (method: string, request: unknown) => Promise<any>;
+
+function bareClient(endpoint: string): { call: Call; close(): void } {
+  const Client = loadCriPackage().RuntimeService;
+  const client = new Client(grpcTarget(endpoint), grpc.credentials.createInsecure()) as unknown as Record<string, any> & grpc.Client;
+  return {
+    call: (method, request) =>
+      new Promise((resolve, reject) => client[method](request, (error: Error | null, response: unknown) => (error ? reject(error) : resolve(response)))),
+    close: () => client.close(),
+  };
+}
+
+function wrappedClient(runtime: RemoteRuntimeService): Call {
+  return (method, request: any) => {
+    switch (method) {
+      case 'Version': return runtime.version(request.version);
+      case 'RunPodSandbox': return runtime.runPodSandbox(request.config).then((podSandboxId) => ({ podSandboxId }));
+      case 'CreateContainer': return runtime.createContainer(request.podSandboxId, request.config, request.sandboxConfig).then((containerId) => ({ containerId }));
+      case 'StartContainer': return runtime.startContainer(request.containerId);
+      case 'StopContainer': return runtime.stopContainer(request.containerId, request.timeout);
+      case 'RemoveContainer': return runtime.removeContainer(request.containerId);
+      case 'StopPodSandbox': return runtime.stopPodSandbox(request.podSandboxId);
+      case 'RemovePodSandbox': return runtime.removePodSandbox(request.podSandboxId);
+      default: throw new Error(`no wrapper mapping for ${method}`);
+    }
+  };
+}
+
+let podCounter = 0;
+async function podCycle(call: Call, image: string, logRoot: string): Promise<number> {
+  const uid = `bench-${process.pid}-${++podCounter}`;
+  const logDirectory = join(logRoot, uid);
+  mkdirSync(logDirectory, { recursive: true });
+  const config: runtimeapi.PodSandboxConfigInit = {
+    metadata: { name: `bench-${podCounter}`, namespace: 'bench', uid, attempt: 0 },
+    hostname: '',
+    logDirectory,
+    linux: { securityContext: { namespaceOptions: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' } } },
+  };
+  const start = performance.now();
+  const { podSandboxId } = await call('RunPodSandbox', { config });
+  const { containerId } = await call('CreateContainer', {
+    podSandboxId,
+    sandboxConfig: config,
+    config: { metadata: { name: 'c', attempt: 0 }, image: { image }, command: ['sleep', '3600'], logPath: 'c/0.log', linux: { securityContext: { namespaceOptions: { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' } } } },
+  });
+  await call('StartContainer', { containerId });
+  await call('StopContainer', { containerId, timeout: 0 });
+  await call('RemoveContainer', { containerId });
+  await call('StopPodSandbox', { podSandboxId });
+  await call('RemovePodSandbox', { podSandboxId });
+  return performance.now() - start;
+}
+
+const median = (samples: number[]) => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+async function measure(name: string, endpoint: string, image: string, logRoot: string, cycleCount: number) {
+  const runtime = new RemoteRuntimeService({ endpoint });
+  const bare = bareClient(endpoint);
+  const wrapped = wrappedClient(runtime);
+  try {
+    // Warm both channels and the runtime.
+    for (let i = 0; i < 50; i++) {
+      await wrapped('Version', { version: 'v1' });
+      await bare.call('Version', { version: 'v1' });
+    }
+    await podCycle(wrapped, image, logRoot);
+    await podCycle(bare.call, image, logRoot);
+
+    const versionWrapped: number[] = [];
+    const versionBare: number[] = [];
+    for (let i = 0; i < versionCalls; i++) {
+      // Alternate which goes first so neither always runs on a warmer path.
+      const order = i % 2 === 0 ? ([[wrapped, versionWrapped], [bare.call, versionBare]] as const) : ([[bare.call, versionBare], [wrapped, versionWrapped]] as const);
+      for (const [call, samples] of order) {
+        const start = performance.now();
+        await call('Version', { version: 'v1' });
+        samples.push(performance.now() - start);
+      }
+    }
+    const cycleWrapped: number[] = [];
+    const cycleBare: number[] = [];
+    for (let i = 0; i < cycleCount; i++) {
+      if (i % 2 === 0) {
+        cycleWrapped.push(await podCycle(wrapped, image, logRoot));
+        cycleBare.push(await podCycle(bare.call, image, logRoot));
+      } else {
+        cycleBare.push(await podCycle(bare.call, image, logRoot));
+        cycleWrapped.push(await podCycle(wrapped, image, logRoot));
+      }
+    }
+    const row = (what: string, w: number[], b: number[]) =>
+      console.log(
+        `${name.padEnd(22)} ${what.padEnd(34)} cri-client p50 ${median(w).toFixed(3).padStart(9)} ms   bare grpc-js p50 ${median(b).toFixed(3).padStart(9)} ms   ratio ${(median(w) / median(b)).toFixed(3)}`,
+      );
+    row(`Version (${versionCalls} calls)`, versionWrapped, versionBare);
+    row(`sandbox+container cycle (${cycleCount})`, cycleWrapped, cycleBare);
+  } finally {
+    runtime.close();
+    bare.close();
+  }
+}
+
+console.log('cri-client overhead vs bare @grpc/grpc-js (same proto, same runtime, alternating calls); target ratio <= 1.05');
+const dir = mkdtempSync(join(tmpdir(), 'cri-bench-'));
+const local = new LocalRuntime({ socketPath: join(dir, 'sim.sock'), mode: 'simulated', rootDir: join(dir, 'root') });
+await local.start();
+try {
+  await measure('local-runtime (sim)', local.endpoint, 'localhost/kubelet-ts/busybox:1', join(dir, 'logs'), cycles * 10);
+} finally {
+  await local.stop();
+}
+let containerd;
+try {
+  containerd = readContainerdEnv();
+} catch (error) {
+  console.log(`containerd: not measured (${(error as Error).message})`);
+}
+if (containerd) {
+  const logRoot = mkdtempSync(join(containerd.root, 'bench-logs-'));
+  try {
+    await measure('containerd', containerd.endpoint, containerd.busyboxImage, logRoot, cycles);
+  } finally {
+    rmSync(logRoot, { recursive: true, force: true });
+  }
+}
+rmSync(dir, { recursive: true, force: true });

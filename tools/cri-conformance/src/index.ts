@@ -1,0 +1,2 @@
+export { criConformance, type CriTarget } from './suite.js';
+export { readContainerdEnv, type ContainerdEnv } from './containerd-env.js';
