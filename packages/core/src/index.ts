@@ -6,3 +6,4 @@ export * from './workqueue.js';
 export * from './pod-update.js';
 export * from './runtime-model.js';
 export * from './pod-cache.js';
+export * from './container-runtime.js';
