@@ -7,3 +7,4 @@ export * from './pod-update.js';
 export * from './runtime-model.js';
 export * from './pod-cache.js';
 export * from './container-runtime.js';
+export * from './duration.js';
