@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every benchmark (each package's "bench" script) one after another, with containerd started so the
+# benchmarks that compare against it can. Figures are printed as ratios against references measured in
+# the same run; nothing here has a pass/fail threshold.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bash tools/install.sh
+bash tools/containerd/start.sh >/dev/null
+trap 'bash tools/containerd/stop.sh >/dev/null 2>&1 || true' EXIT
+npx nx run-many -t build --output-style=static >/dev/null
+npx nx run-many -t bench --parallel=1 --output-style=static "$@"
