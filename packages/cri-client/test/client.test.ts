@@ -22,7 +22,7 @@ async function startServer(socketPath: string, handlers: Record<string, Handler 
   const cri = loadCriPackage();
   const server = new grpc.Server();
   const unimplemented: Handler = (_call, callback) => callback({ code: grpc.status.UNIMPLEMENTED, details: 'not in this test server' });
-  const implementation = (service: typeof cri.RuntimeService.service) =>
+  const implementation = (service: grpc.ServiceDefinition) =>
     Object.fromEntries(Object.keys(service).map((name) => [name, handlers[name] ?? unimplemented]));
   server.addService(cri.RuntimeService.service, implementation(cri.RuntimeService.service));
   server.addService(cri.ImageService.service, implementation(cri.ImageService.service));

@@ -8,7 +8,7 @@ import { criConformance } from '../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cri-conformance-local-'));
 const socketPath = join(dir, 'local-runtime.sock');
-let local = new LocalRuntime({ socketPath, mode: 'process', rootDir: join(dir, 'root') });
+const local = new LocalRuntime({ socketPath, mode: 'process', rootDir: join(dir, 'root') });
 await local.start();
 const runtime = new RemoteRuntimeService({ endpoint: local.endpoint });
 const images = new RemoteImageService({ endpoint: local.endpoint });
