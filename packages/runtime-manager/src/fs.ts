@@ -1,0 +1,44 @@
+// The few file system operations the runtime manager needs (Go: kubecontainer.OSInterface), so
+// tests can run without touching /var/log/pods.
+import * as fsp from 'node:fs/promises';
+
+export interface RuntimeFs {
+  /** mkdir -p with the given mode. */
+  mkdirAll(path: string, mode: number): Promise<void>;
+  /** Names in a directory; rejects with code ENOENT when it does not exist. */
+  readdir(path: string): Promise<string[]>;
+  /** Creates (or truncates) an empty file with the given mode. */
+  createFile(path: string, mode: number): Promise<void>;
+  /** Up to maxBytes from the end of a file; rejects with code ENOENT when it does not exist. */
+  readTail(path: string, maxBytes: number): Promise<Buffer>;
+}
+
+export const nodeFs: RuntimeFs = {
+  async mkdirAll(path, mode) {
+    await fsp.mkdir(path, { recursive: true, mode });
+  },
+  async readdir(path) {
+    return fsp.readdir(path);
+  },
+  async createFile(path, mode) {
+    const handle = await fsp.open(path, 'w', mode);
+    await handle.close();
+    await fsp.chmod(path, mode);
+  },
+  async readTail(path, maxBytes) {
+    const handle = await fsp.open(path, 'r');
+    try {
+      const { size } = await handle.stat();
+      const length = Math.min(size, maxBytes);
+      const buffer = Buffer.alloc(length);
+      await handle.read(buffer, 0, length, size - length);
+      return buffer;
+    } finally {
+      await handle.close();
+    }
+  },
+};
+
+export function isNotExist(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ENOENT';
+}

@@ -1,0 +1,189 @@
+// Small pure helpers of the Go kuberuntime (helpers.go, kubecontainer helpers, format.Pod, log paths).
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { ContainerStatus, PodStatus } from '@kubelet-ts/core';
+import { findContainerStatusByName } from '@kubelet-ts/core';
+
+/** Go's minimumGracePeriodInSeconds: containers always get at least this long to stop. */
+export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
+/** The default pod logs root (Go: podLogsRootDirectory / --pod-logs-dir). */
+export const DEFAULT_POD_LOGS_ROOT_DIRECTORY = '/var/log/pods';
+/** Go: kubecontainer.MaxContainerTerminationMessageLength. */
+export const MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH = 1024 * 4;
+/** Go: kubecontainer.MaxContainerTerminationMessageLogLength. */
+export const MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH = 1024 * 2;
+/** Go: kubecontainer.MaxContainerTerminationMessageLogLines. */
+export const MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LINES = 80;
+
+/** `<root>/<namespace>_<name>_<uid>` (Go: BuildPodLogsDirectory). */
+export function buildPodLogsDirectory(podLogsRoot: string, podNamespace: string, podName: string, podUid: string): string {
+  return joinPath(podLogsRoot, `${podNamespace}_${podName}_${podUid}`);
+}
+
+/** `<root>/<namespace>_<name>_<uid>/<container>` (Go: BuildContainerLogsDirectory). */
+export function buildContainerLogsDirectory(
+  podLogsRoot: string,
+  podNamespace: string,
+  podName: string,
+  podUid: string,
+  containerName: string,
+): string {
+  return joinPath(buildPodLogsDirectory(podLogsRoot, podNamespace, podName, podUid), containerName);
+}
+
+/** The container's log path relative to the pod log directory: `<container>/<restartCount>.log`. */
+export function buildContainerLogsPath(containerName: string, restartCount: number): string {
+  return `${containerName}/${restartCount}.log`;
+}
+
+function joinPath(a: string, b: string): string {
+  return a.endsWith('/') ? `${a}${b}` : `${a}/${b}`;
+}
+
+/** Go's format.Pod: `name_namespace(uid)`. */
+export function formatPod(pod: V1Pod | undefined): string {
+  if (!pod) return '<nil>';
+  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? ''}(${pod.metadata?.uid ?? ''})`;
+}
+
+/** `namespace/name`, for log key/values (Go: klog.KObj). */
+export function podRef(pod: V1Pod | undefined): string {
+  if (!pod) return '';
+  return `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
+}
+
+/** The spec of the named container among containers, init containers and ephemeral containers (Go: GetContainerSpec). */
+export function getContainerSpec(pod: V1Pod, containerName: string): V1Container | undefined {
+  const spec = pod.spec;
+  if (!spec) return undefined;
+  for (const c of spec.containers ?? []) if (c.name === containerName) return c;
+  for (const c of spec.initContainers ?? []) if (c.name === containerName) return c;
+  for (const c of spec.ephemeralContainers ?? []) if (c.name === containerName) return c as V1Container;
+  return undefined;
+}
+
+/** Where a container sits in the pod spec, for event field paths (Go: GenerateContainerRef). */
+export function containerFieldPath(pod: V1Pod, containerName: string): string {
+  const spec = pod.spec;
+  if (spec?.initContainers?.some((c) => c.name === containerName)) return `spec.initContainers{${containerName}}`;
+  if (spec?.ephemeralContainers?.some((c) => c.name === containerName)) return `spec.ephemeralContainers{${containerName}}`;
+  return `spec.containers{${containerName}}`;
+}
+
+export function isHostNetworkPod(pod: V1Pod | undefined): boolean {
+  return pod?.spec?.hostNetwork === true;
+}
+
+/** An init container with restartPolicy Always is a sidecar (Go: podutil.IsRestartableInitContainer). */
+export function isRestartableInitContainer(container: V1Container | undefined): boolean {
+  return container?.restartPolicy === 'Always';
+}
+
+export function hasRestartableInitContainer(pod: V1Pod | undefined): boolean {
+  return (pod?.spec?.initContainers ?? []).some(isRestartableInitContainer);
+}
+
+/** Go: shouldRestartOnFailure. */
+export function shouldRestartOnFailure(pod: V1Pod): boolean {
+  return pod.spec?.restartPolicy !== 'Never';
+}
+
+/** Go: isInitContainerFailed. */
+export function isInitContainerFailed(status: ContainerStatus): boolean {
+  if (status.reason === 'OOMKilled') return true;
+  if (status.state === 'exited' && status.exitCode !== 0) return true;
+  return status.state === 'unknown';
+}
+
+/** Go: containerSucceeded. */
+export function containerSucceeded(container: V1Container, podStatus: PodStatus): boolean {
+  const status = findContainerStatusByName(podStatus, container.name);
+  return status !== undefined && status.state === 'exited' && status.exitCode === 0;
+}
+
+/** Go: kubecontainer.ShouldContainerBeRestarted. */
+export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, podStatus: PodStatus): boolean {
+  if (pod.metadata?.deletionTimestamp) return false;
+  const status = findContainerStatusByName(podStatus, container.name);
+  if (!status) return true;
+  if (status.state === 'running') return false;
+  if (status.state === 'unknown' || status.state === 'created') return true;
+  const policy = pod.spec?.restartPolicy ?? 'Always';
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure' && status.exitCode === 0) return false;
+  return true;
+}
+
+/** Go's time.Duration.String for whole milliseconds: 500ms, 10s, 1m20s, 5m0s, 1h0m0s. */
+export function formatGoDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  const negative = ms < 0;
+  let rest = Math.abs(Math.round(ms));
+  if (rest < 1000) return `${negative ? '-' : ''}${rest}ms`;
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = rest / 1000;
+  const secondsText = `${Number.isInteger(seconds) ? seconds : seconds.toFixed(3).replace(/0+$/, '')}s`;
+  let text = '';
+  if (hours > 0) text = `${hours}h${minutes}m${secondsText}`;
+  else if (minutes > 0) text = `${minutes}m${secondsText}`;
+  else text = secondsText;
+  return `${negative ? '-' : ''}${text}`;
+}
+
+/** CRI timestamps are nanoseconds; the core model uses milliseconds. */
+export function nanosToMillis(nanos: number | undefined | null): number {
+  if (!nanos) return 0;
+  return Math.floor(Number(nanos) / 1_000_000);
+}
+
+const binarySuffixes: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
+const decimalSuffixes: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+
+/** Parses a Kubernetes resource quantity ('100m', '1.5', '128Mi', '1G', '1e3'); throws on malformed input. */
+export function parseQuantity(value: string | number | undefined): number {
+  if (value === undefined || value === '') return 0;
+  if (typeof value === 'number') return value;
+  const match = /^([+-]?[0-9.]+)([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/.exec(value.trim());
+  if (!match || match[1] === '.' || (match[1].match(/\./g) ?? []).length > 1) throw new Error(`quantities must match the regular expression: ${JSON.stringify(value)}`);
+  const base = Number(match[1] + (match[2] ?? ''));
+  const suffix = match[3] ?? '';
+  const factor = binarySuffixes[suffix] ?? decimalSuffixes[suffix] ?? 1;
+  return base * factor;
+}
+
+/** Quantity.MilliValue(): rounded up to whole milli-units. */
+export function quantityMilliValue(value: string | number | undefined): number {
+  return Math.ceil(Math.round(parseQuantity(value) * 1000 * 1e6) / 1e6);
+}
+
+/** Quantity.Value(): rounded up to whole units. */
+export function quantityValue(value: string | number | undefined): number {
+  return Math.ceil(Math.round(parseQuantity(value) * 1e6) / 1e6);
+}
+
+/** The key of a container's CrashLoopBackOff entry (Go: GetStableKey). */
+export function getStableKey(pod: V1Pod, container: V1Container, hash: string): string {
+  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? ''}_${pod.metadata?.uid ?? ''}_${container.name}_${hash}`;
+}
+
+/** Message text of an error, using the runtime's own words for CRI errors (Go: grpc status Message()). */
+export function errorMessage(err: unknown): string {
+  if (typeof err === 'object' && err !== null) {
+    const details = (err as { details?: unknown }).details;
+    if (typeof details === 'string' && details !== '' && (err as { rpc?: unknown }).rpc !== undefined) return details;
+    const message = (err as { message?: unknown }).message;
+    if (typeof message === 'string') return message;
+  }
+  return String(err);
+}
+
+/** Go's err.Error() of a gRPC error: `rpc error: code = X desc = Y`, or the plain message. */
+export function grpcErrorText(err: unknown): string {
+  if (typeof err === 'object' && err !== null && (err as { rpc?: unknown }).rpc !== undefined) {
+    const e = err as { code?: string; details?: string };
+    return `rpc error: code = ${e.code ?? 'Unknown'} desc = ${e.details ?? ''}`;
+  }
+  return errorMessage(err);
+}

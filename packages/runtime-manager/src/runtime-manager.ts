@@ -1,0 +1,1062 @@
+// The generic runtime manager: core's ContainerRuntime over CRI (Go: kuberuntime_manager.go,
+// kuberuntime_container.go, kuberuntime_sandbox.go).
+import * as os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
+import {
+  createLogger,
+  findContainerStatusByName,
+  formatContainerID,
+  realClock,
+  type Backoff,
+  type Clock,
+  type ContainerID,
+  type ContainerRuntime,
+  type ContainerState,
+  type ContainerStatus,
+  type Logger,
+  type PodStatus,
+  type PodSyncResult,
+  type RuntimeContainer,
+  type RuntimePod,
+  type RuntimeSandbox,
+  type RuntimeStatus,
+  type SyncResult,
+  podSyncError,
+} from '@kubelet-ts/core';
+import { isNotFound, readCriLog, type ImageService, type RuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
+import {
+  ContainerConfigError,
+  defaultPodDnsConfig,
+  generatePodSandboxConfig,
+  linuxContainerResources,
+  containerSecurityContext,
+  makeEnvironmentVariables,
+  type ConfigMapAndSecretSource,
+  type NodeInfoForPods,
+} from './container-config.js';
+import { EventReason, noopEventRecorder, type EventRecorder, type EventType } from './events.js';
+import { expandAll } from './expansion.js';
+import { isNotExist, nodeFs, type RuntimeFs } from './fs.js';
+import { hashContainer } from './hash.js';
+import {
+  DEFAULT_POD_LOGS_ROOT_DIRECTORY,
+  MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH,
+  MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH,
+  MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LINES,
+  MINIMUM_GRACE_PERIOD_SECONDS,
+  buildContainerLogsDirectory,
+  buildContainerLogsPath,
+  containerFieldPath,
+  errorMessage,
+  formatGoDuration,
+  formatPod,
+  getContainerSpec,
+  getStableKey,
+  isHostNetworkPod,
+  isRestartableInitContainer,
+  nanosToMillis,
+  podRef,
+} from './helpers.js';
+import { ImageManager } from './image-manager.js';
+import {
+  KUBERNETES_POD_UID_LABEL,
+  getContainerInfoFromAnnotations,
+  getContainerInfoFromLabels,
+  newContainerAnnotations,
+  newContainerLabels,
+} from './labels.js';
+import {
+  computePodActions,
+  type ContainerKillReason,
+  type CriSandboxStatus,
+  type NamespaceMode,
+  type PodActions,
+  type ProbeResultLookup,
+} from './pod-actions.js';
+
+/** The kubelet runtime API version sent in Version (Go: kubeRuntimeAPIVersion). */
+export const KUBE_RUNTIME_API_VERSION = '0.1.0';
+
+export interface GenericRuntimeManagerOptions {
+  runtimeService: RuntimeService;
+  imageService: ImageService;
+  clock?: Clock;
+  logger?: Logger;
+  /** Root of the pod log directories (Go --pod-logs-dir). Default /var/log/pods. */
+  podLogsRootDirectory?: string;
+  /** The CRI runtime handler for a pod (Go: RuntimeClass lookup); a string applies to every pod. */
+  runtimeHandler?: string | ((pod: V1Pod) => string);
+  /** Liveness probe results by container id (`type://id`); the prober provides it. */
+  livenessResults?: ProbeResultLookup;
+  /** Startup probe results by container id (`type://id`). */
+  startupResults?: ProbeResultLookup;
+  /** Volume mounts for a container; the volume manager provides them later. Default: none. */
+  mountsFor?: (pod: V1Pod, container: V1Container) => runtimeapi.MountInit[] | Promise<runtimeapi.MountInit[]>;
+  /** The per pod+image pull backoff. Default: 10 s doubling to 300 s. */
+  imagePullBackoff?: Backoff;
+  /** Where Pulling/Pulled/Created/Started/Killing/BackOff/Failed events go. Default: dropped. */
+  recorder?: EventRecorder;
+  /** File system access for log directories and termination messages. Default: node:fs. */
+  fs?: RuntimeFs;
+  /**
+   * The kubelet root directory (Go --root-dir). When set, each container gets a termination-log file
+   * under `<root>/pods/<uid>/containers/<name>/` mounted at its terminationMessagePath.
+   */
+  kubeletRootDirectory?: string;
+  /** Values for configMapKeyRef/secretKeyRef/envFrom. Without it such references fail (CreateContainerConfigError). */
+  configMapsAndSecrets?: ConfigMapAndSecretSource;
+  /** DNS settings for a pod's sandbox. Default: spec.dnsConfig (dnsPolicy None), else the runtime's default. */
+  dnsConfigFor?: (pod: V1Pod) => runtimeapi.DNSConfigInit | undefined;
+  /** The pod's cgroup parent. Default: '' (the runtime's default). */
+  cgroupParentFor?: (pod: V1Pod) => string;
+  /** The node's IPs for status.hostIP(s) in the downward API. Default: the pod's status. */
+  hostIPs?: () => string[];
+  /** Node allocatable for resourceFieldRef without limits. Default: this machine's CPUs and memory. */
+  nodeAllocatable?: { milliCpu: number; memoryBytes: number };
+  /** Memory capacity for OOM score adjustment. Default: os.totalmem(). */
+  machineMemoryCapacityBytes?: number;
+  /** One image pull at a time (Go --serialize-image-pulls). Default true. */
+  serializeImagePulls?: boolean;
+  /** Lets a sandbox failure of a pod being deleted pass silently (Go: podStateProvider). */
+  isPodTerminationRequested?: (podUid: string) => boolean;
+}
+
+interface StartSpec {
+  container: V1Container;
+  kind: 'container' | 'init container' | 'ephemeral container';
+  /** For ephemeral containers: the container whose namespaces to share. */
+  targetContainerName?: string;
+}
+
+interface StartFailure {
+  reason: string;
+  message: string;
+}
+
+const runtimeStateToCore: Record<string, ContainerState> = {
+  CONTAINER_CREATED: 'created',
+  CONTAINER_RUNNING: 'running',
+  CONTAINER_EXITED: 'exited',
+  CONTAINER_UNKNOWN: 'unknown',
+};
+
+function toCoreState(state: string | number | undefined): ContainerState {
+  return runtimeStateToCore[String(state)] ?? 'unknown';
+}
+
+/** A running pod from a status (Go: ConvertPodStatusToRunningPod). */
+export function convertPodStatusToRunningPod(runtimeName: string, podStatus: PodStatus): RuntimePod {
+  const containers: RuntimeContainer[] = podStatus.containerStatuses
+    .filter((c) => c.state === 'running')
+    .map((c) => ({ id: c.id, name: c.name, image: c.image, imageId: c.imageId, imageRef: c.imageRef, hash: c.hash, state: c.state, createdAt: c.createdAt }));
+  const sandboxes: RuntimeSandbox[] = podStatus.sandboxStatuses.map((s) => ({
+    id: { type: runtimeName, id: s.id },
+    state: s.state === 'SANDBOX_READY' ? 'running' : 'exited',
+    createdAt: s.createdAt,
+  }));
+  return { id: podStatus.id, name: podStatus.name, namespace: podStatus.namespace, createdAt: 0, containers, sandboxes };
+}
+
+/** Pod IPs of a sandbox: its primary IP then the additional ones (Go: determinePodSandboxIPs). */
+export function determinePodSandboxIPs(status: runtimeapi.PodSandboxStatus): string[] {
+  const ips: string[] = [];
+  if (status.network?.ip) ips.push(status.network.ip);
+  for (const extra of status.network?.additionalIps ?? []) if (extra.ip) ips.push(extra.ip);
+  return ips;
+}
+
+/** A CRI sandbox status in the core model, with the network namespace mode the runtime reports. */
+export function toCoreSandboxStatus(status: runtimeapi.PodSandboxStatus): CriSandboxStatus {
+  const result: CriSandboxStatus = {
+    id: status.id,
+    name: status.metadata?.name ?? '',
+    namespace: status.metadata?.namespace ?? '',
+    uid: status.metadata?.uid ?? '',
+    attempt: status.metadata?.attempt ?? 0,
+    state: status.state === 'SANDBOX_READY' ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY',
+    createdAt: nanosToMillis(status.createdAt),
+    labels: { ...(status.labels ?? {}) },
+    annotations: { ...(status.annotations ?? {}) },
+    networkNamespace: (status.linux?.namespaces?.options?.network ?? 'POD') as NamespaceMode,
+  };
+  if (status.network) {
+    result.ip = status.network.ip ?? '';
+    result.additionalIps = (status.network.additionalIps ?? []).map((p) => p.ip);
+  }
+  return result;
+}
+
+/**
+ * The kubelet's generic runtime manager over a CRI runtime (Go: kubeGenericRuntimeManager). Container
+ * ids are qualified by the runtime name from Version, fetched once (init() or the first call).
+ */
+export class GenericRuntimeManager implements ContainerRuntime {
+  readonly imageManager: ImageManager;
+  private readonly runtimeService: RuntimeService;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly recorder: EventRecorder;
+  private readonly fs: RuntimeFs;
+  private readonly podLogsRoot: string;
+  private readonly node: NodeInfoForPods;
+  private livenessResults?: ProbeResultLookup;
+  private startupResults?: ProbeResultLookup;
+  private runtimeNameCache?: string;
+  private versionPromise?: Promise<runtimeapi.VersionResponse>;
+
+  constructor(private readonly opts: GenericRuntimeManagerOptions) {
+    this.runtimeService = opts.runtimeService;
+    this.clock = opts.clock ?? realClock;
+    this.logger = opts.logger ?? createLogger({ name: 'kuberuntime', clock: this.clock });
+    this.recorder = opts.recorder ?? noopEventRecorder;
+    this.fs = opts.fs ?? nodeFs;
+    this.podLogsRoot = opts.podLogsRootDirectory ?? DEFAULT_POD_LOGS_ROOT_DIRECTORY;
+    this.livenessResults = opts.livenessResults;
+    this.startupResults = opts.startupResults;
+    this.node = {
+      hostIPs: opts.hostIPs,
+      allocatableMilliCpu: opts.nodeAllocatable?.milliCpu ?? os.cpus().length * 1000,
+      allocatableMemoryBytes: opts.nodeAllocatable?.memoryBytes ?? os.totalmem(),
+      memoryCapacityBytes: opts.machineMemoryCapacityBytes ?? os.totalmem(),
+    };
+    this.imageManager = new ImageManager({
+      imageService: opts.imageService,
+      logger: this.logger.with({ component: 'image-manager' }),
+      recorder: this.recorder,
+      clock: this.clock,
+      backoff: opts.imagePullBackoff,
+      serializeImagePulls: opts.serializeImagePulls,
+    });
+  }
+
+  /** Plugs in the prober's results after construction (the prober needs the runtime to exist first). */
+  setProbeResults(results: { liveness?: ProbeResultLookup; startup?: ProbeResultLookup }): void {
+    if (results.liveness) this.livenessResults = results.liveness;
+    if (results.startup) this.startupResults = results.startup;
+  }
+
+  /** Fetches the runtime's name and version once; later calls reuse it. */
+  async init(): Promise<void> {
+    await this.runtimeName();
+  }
+
+  /** The runtime name, '' until init() or any other call has fetched it. */
+  type(): string {
+    return this.runtimeNameCache ?? '';
+  }
+
+  private async runtimeName(): Promise<string> {
+    if (this.runtimeNameCache !== undefined) return this.runtimeNameCache;
+    const response = await this.fetchVersion();
+    this.runtimeNameCache = response.runtimeName;
+    this.logger.info('Container runtime initialized', {
+      containerRuntime: response.runtimeName,
+      version: response.runtimeVersion,
+      apiVersion: response.runtimeApiVersion,
+    });
+    return response.runtimeName;
+  }
+
+  private fetchVersion(): Promise<runtimeapi.VersionResponse> {
+    if (!this.versionPromise) {
+      this.versionPromise = this.runtimeService.version(KUBE_RUNTIME_API_VERSION);
+      // a failed lookup is retried by the next caller
+      this.versionPromise.catch(() => (this.versionPromise = undefined));
+    }
+    return this.versionPromise;
+  }
+
+  async version(): Promise<{ runtimeName: string; runtimeVersion: string; runtimeApiVersion: string }> {
+    const response = await this.runtimeService.version(KUBE_RUNTIME_API_VERSION);
+    this.runtimeNameCache ??= response.runtimeName;
+    return { runtimeName: response.runtimeName, runtimeVersion: response.runtimeVersion, runtimeApiVersion: response.runtimeApiVersion };
+  }
+
+  async status(): Promise<RuntimeStatus> {
+    const response = await this.runtimeService.status(false);
+    if (!response.status) throw new Error('runtime status is nil');
+    return { conditions: response.status.conditions.map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // GetPods / GetPodStatus
+
+  async getPods(all: boolean): Promise<RuntimePod[]> {
+    const runtimeName = await this.runtimeName();
+    const pods = new Map<string, RuntimePod>();
+    const sandboxes = await this.runtimeService.listPodSandbox(all ? {} : { state: { state: 'SANDBOX_READY' } });
+    for (const s of sandboxes) {
+      if (!s.metadata) continue;
+      const uid = s.metadata.uid;
+      let pod = pods.get(uid);
+      if (!pod) {
+        pod = { id: uid, name: s.metadata.name, namespace: s.metadata.namespace, createdAt: 0, containers: [], sandboxes: [] };
+        pods.set(uid, pod);
+      }
+      pod.sandboxes.push({ id: { type: runtimeName, id: s.id }, state: s.state === 'SANDBOX_READY' ? 'running' : 'exited', createdAt: nanosToMillis(s.createdAt) });
+      pod.createdAt = nanosToMillis(s.createdAt);
+    }
+    const containers = await this.runtimeService.listContainers(all ? {} : { state: { state: 'CONTAINER_RUNNING' } });
+    for (const c of containers) {
+      if (!c.metadata) continue;
+      const labeled = getContainerInfoFromLabels(c.labels);
+      let pod = pods.get(labeled.podUid);
+      if (!pod) {
+        pod = { id: labeled.podUid, name: labeled.podName, namespace: labeled.podNamespace, createdAt: 0, containers: [], sandboxes: [] };
+        pods.set(labeled.podUid, pod);
+      }
+      pod.containers.push({
+        id: { type: runtimeName, id: c.id },
+        name: c.metadata.name,
+        image: c.image?.image ?? '',
+        imageId: c.imageId || c.imageRef,
+        imageRef: c.imageRef,
+        hash: getContainerInfoFromAnnotations(c.annotations).hash,
+        state: toCoreState(c.state),
+        createdAt: nanosToMillis(c.createdAt),
+      });
+    }
+    return [...pods.values()].sort((a, b) => b.createdAt - a.createdAt);
+  }
+
+  async getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
+    const runtimeName = await this.runtimeName();
+    const timestamp = this.clock.now();
+    const sandboxes = await this.runtimeService.listPodSandbox({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } });
+    sandboxes.sort((a, b) => Number(b.createdAt) - Number(a.createdAt));
+    const sandboxStatuses: CriSandboxStatus[] = [];
+    let ips: string[] = [];
+    for (const [idx, sandbox] of sandboxes.entries()) {
+      let response: runtimeapi.PodSandboxStatusResponse;
+      try {
+        response = await this.runtimeService.podSandboxStatus(sandbox.id, false);
+      } catch (err) {
+        if (isNotFound(err)) continue; // removed between list and status: as if never listed
+        this.logger.error('PodSandboxStatus of sandbox for pod', err, { podSandboxID: sandbox.id, pod: `${namespace}/${name}` });
+        throw err;
+      }
+      if (!response.status) throw new Error('pod sandbox status is nil');
+      sandboxStatuses.push(toCoreSandboxStatus(response.status));
+      if (idx === 0 && response.status.state === 'SANDBOX_READY') ips = determinePodSandboxIPs(response.status);
+    }
+    const containerStatuses = await this.getPodContainerStatuses(uid, runtimeName);
+    return { id: uid, name, namespace, ips, containerStatuses, sandboxStatuses, timestamp };
+  }
+
+  /** The status of one container (Go: GetContainerStatus). */
+  async getContainerStatus(id: ContainerID): Promise<ContainerStatus> {
+    const response = await this.runtimeService.containerStatus(id.id, false);
+    if (!response.status) throw new Error('container status is nil');
+    return this.convertToCoreContainerStatus(response.status, await this.runtimeName());
+  }
+
+  /** A pod status from a CRI container event, for the evented PLEG (Go: GeneratePodStatus). */
+  async generatePodStatus(event: runtimeapi.ContainerEventResponse): Promise<PodStatus> {
+    const runtimeName = await this.runtimeName();
+    const sandbox = event.podSandboxStatus;
+    if (!sandbox) throw new Error('container event without a pod sandbox status');
+    const containerStatuses = await Promise.all(event.containersStatuses.map((s) => this.convertToCoreContainerStatus(s, runtimeName)));
+    containerStatuses.sort((a, b) => b.createdAt - a.createdAt);
+    return {
+      id: sandbox.metadata?.uid ?? '',
+      name: sandbox.metadata?.name ?? '',
+      namespace: sandbox.metadata?.namespace ?? '',
+      ips: determinePodSandboxIPs(sandbox),
+      sandboxStatuses: [toCoreSandboxStatus(sandbox)],
+      containerStatuses,
+      timestamp: nanosToMillis(event.createdAt) || this.clock.now(),
+    };
+  }
+
+  private async getPodContainerStatuses(uid: string, runtimeName: string): Promise<ContainerStatus[]> {
+    const containers = await this.runtimeService.listContainers({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } });
+    const statuses: ContainerStatus[] = [];
+    for (const c of containers) {
+      let response: runtimeapi.ContainerStatusResponse;
+      try {
+        response = await this.runtimeService.containerStatus(c.id, false);
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        throw err;
+      }
+      if (!response.status) throw new Error('container status is nil');
+      statuses.push(await this.convertToCoreContainerStatus(response.status, runtimeName));
+    }
+    // Newest first; on equal creation times (coarse clocks) the later attempt first.
+    return statuses.sort((a, b) => b.createdAt - a.createdAt || b.restartCount - a.restartCount);
+  }
+
+  /** Go: toKubeContainerStatus + the termination message of exited containers. */
+  private async convertToCoreContainerStatus(status: runtimeapi.ContainerStatus, runtimeName: string): Promise<ContainerStatus> {
+    const annotated = getContainerInfoFromAnnotations(status.annotations);
+    const labeled = getContainerInfoFromLabels(status.labels);
+    const state = toCoreState(status.state);
+    const result: ContainerStatus = {
+      id: { type: runtimeName, id: status.id },
+      name: labeled.containerName || status.metadata?.name || '',
+      state,
+      createdAt: nanosToMillis(status.createdAt),
+      exitCode: 0,
+      image: status.image?.image ?? '',
+      imageId: status.imageId || status.imageRef,
+      imageRef: status.imageRef,
+      hash: annotated.hash,
+      restartCount: annotated.restartCount,
+    };
+    if (status.logPath) result.logPath = status.logPath;
+    if (state !== 'created') result.startedAt = nanosToMillis(status.startedAt);
+    if (state === 'exited') {
+      result.reason = status.reason;
+      result.message = status.message;
+      result.exitCode = status.exitCode;
+      result.finishedAt = nanosToMillis(status.finishedAt);
+      const fallbackToLogs = annotated.terminationMessagePolicy === 'FallbackToLogsOnError' && result.exitCode !== 0 && result.reason !== 'ContainerCannotRun';
+      const [fileMessage, checkLogs] = await this.getTerminationMessage(status, annotated.terminationMessagePath, fallbackToLogs);
+      const message = checkLogs ? await this.readLastStringFromContainerLogs(status.logPath) : fileMessage;
+      if (message !== '') result.message = result.message ? `${result.message}: ${message}` : message;
+    }
+    return result;
+  }
+
+  /** Go: getTerminationMessage: the file mounted at terminationMessagePath, or whether to read the logs. */
+  private async getTerminationMessage(status: runtimeapi.ContainerStatus, path: string, fallbackToLogs: boolean): Promise<[string, boolean]> {
+    if (path === '') return ['', fallbackToLogs];
+    const mount = (status.mounts ?? []).find((m) => m.containerPath === path);
+    if (!mount) return ['', fallbackToLogs];
+    try {
+      const data = (await this.fs.readTail(mount.hostPath, MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH)).toString('utf8');
+      return [data, fallbackToLogs && data.length === 0];
+    } catch (err) {
+      if (isNotExist(err)) return ['', fallbackToLogs];
+      return [`Error on reading termination log ${mount.hostPath}: ${errorMessage(err)}`, false];
+    }
+  }
+
+  /** The last lines of a CRI log, at most 80 lines and 2 KiB (Go: readLastStringFromContainerLogs). */
+  private async readLastStringFromContainerLogs(path: string): Promise<string> {
+    if (!path) return '';
+    let data: Buffer;
+    try {
+      data = await this.fs.readTail(path, 256 * 1024);
+    } catch (err) {
+      return `Error on reading termination message from logs: ${errorMessage(err)}`;
+    }
+    let text = data.toString('utf8');
+    if (data.length === 256 * 1024) text = text.slice(text.indexOf('\n') + 1); // drop a cut first line
+    const lines: string[] = [];
+    for await (const entry of readCriLog((async function* () {
+      yield text;
+    })())) lines.push(entry.text + (entry.partial ? '' : '\n'));
+    const tail = lines.slice(-MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LINES).join('');
+    const bytes = Buffer.from(tail, 'utf8');
+    return bytes.length > MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH
+      ? bytes.subarray(bytes.length - MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH).toString('utf8')
+      : tail;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // SyncPod
+
+  /** What SyncPod would do for the pod now (Go: computePodActions). */
+  computePodActions(pod: V1Pod, podStatus: PodStatus): PodActions {
+    return computePodActions(pod, podStatus, { livenessResults: this.livenessResults, startupResults: this.startupResults });
+  }
+
+  /** The CRI sandbox config of a pod (Go: generatePodSandboxConfig). */
+  generatePodSandboxConfig(pod: V1Pod, attempt: number): runtimeapi.PodSandboxConfigInit {
+    return generatePodSandboxConfig(pod, attempt, {
+      podLogsRootDirectory: this.podLogsRoot,
+      cgroupParent: this.opts.cgroupParentFor?.(pod),
+      dnsConfig: this.opts.dnsConfigFor ? this.opts.dnsConfigFor(pod) : defaultPodDnsConfig(pod),
+    });
+  }
+
+  private runtimeHandlerFor(pod: V1Pod): string {
+    const handler = this.opts.runtimeHandler;
+    return typeof handler === 'function' ? handler(pod) : (handler ?? '');
+  }
+
+  private event(pod: V1Pod, type: EventType, reason: string, message: string, container?: V1Container, containerId?: string): void {
+    // A runtime's message often names the container id, which would make every event unique.
+    const text = containerId && container ? message.split(containerId).join(container.name) : message;
+    this.recorder.event(pod, type, reason, text, container ? { fieldPath: containerFieldPath(pod, container.name), containerName: container.name } : undefined);
+  }
+
+  /**
+   * Drives the runtime toward the pod spec (Go: SyncPod): compute actions, kill the pod or unwanted
+   * containers, create the sandbox, then start ephemeral, init and app containers.
+   */
+  async syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff): Promise<PodSyncResult> {
+    const result: PodSyncResult = { syncResults: [] };
+    const log = this.logger.with({ pod: podRef(pod) });
+    let runtimeName: string;
+    try {
+      runtimeName = await this.runtimeName();
+    } catch (err) {
+      result.syncError = err as Error;
+      return result;
+    }
+    const changes = this.computePodActions(pod, podStatus);
+    if (log.v(3).enabled) log.v(3).info('computePodActions got for pod', { podActions: describeActions(changes) });
+    if (changes.createSandbox) {
+      if (changes.sandboxId !== '') this.event(pod, 'Normal', EventReason.SandboxChanged, 'Pod sandbox changed, it will be killed and re-created.');
+      else log.v(4).info('SyncPod received new pod, will create a sandbox for it');
+    }
+
+    // Step 2: kill the pod if the sandbox changed or everything is done.
+    if (changes.killPod) {
+      log.v(4).info(changes.createSandbox ? 'Stopping PodSandbox for pod, will start new one' : 'Stopping PodSandbox for pod, because all other containers are dead');
+      const killResult = await this.killPodWithSyncResult(pod, convertPodStatusToRunningPod(runtimeName, podStatus));
+      result.syncResults.push(...killResult.syncResults);
+      const killError = podSyncError(killResult);
+      if (killError) {
+        log.error('killPodWithSyncResult failed', killError);
+        return result;
+      }
+      if (changes.createSandbox) await this.purgeInitContainers(pod, podStatus);
+    } else {
+      // Step 3: kill the containers that must not keep running.
+      for (const [id, info] of changes.containersToKill) {
+        log.v(3).info('Killing unwanted container for pod', { containerName: info.name, containerID: id });
+        const killResult: SyncResult = { action: 'KillContainer', target: info.name };
+        result.syncResults.push(killResult);
+        try {
+          await this.killContainer(pod, info.id, info.name, info.message, info.reason);
+        } catch (err) {
+          killResult.error = 'KillContainerError';
+          killResult.message = errorMessage(err);
+          log.error('killContainer for pod failed', err, { containerName: info.name, containerID: id });
+          return result;
+        }
+      }
+    }
+
+    await this.pruneInitContainersBeforeStart(pod, podStatus);
+
+    let podIPs = podStatus.ips;
+    // Step 4: create the sandbox.
+    let sandboxId = changes.sandboxId;
+    if (changes.createSandbox) {
+      const createResult: SyncResult = { action: 'CreatePodSandbox', target: formatPod(pod) };
+      result.syncResults.push(createResult);
+      const created = await this.createPodSandbox(pod, changes.attempt);
+      if ('error' in created) {
+        if (this.opts.isPodTerminationRequested?.(pod.metadata?.uid ?? '')) {
+          log.v(4).info('Pod was deleted and sandbox failed to be created');
+          return result;
+        }
+        createResult.error = 'CreatePodSandboxError';
+        createResult.message = created.message;
+        log.error('CreatePodSandbox for pod failed', created.error);
+        this.event(pod, 'Warning', EventReason.FailedCreatePodSandBox, `Failed to create pod sandbox: ${errorMessage(created.error)}`);
+        return result;
+      }
+      sandboxId = created.id;
+      log.v(4).info('Created PodSandbox for pod', { podSandboxID: sandboxId });
+      let sandboxStatus: runtimeapi.PodSandboxStatusResponse;
+      try {
+        sandboxStatus = await this.runtimeService.podSandboxStatus(sandboxId, false);
+      } catch (err) {
+        this.event(pod, 'Warning', EventReason.FailedStatusPodSandBox, `Unable to get pod sandbox status: ${errorMessage(err)}`);
+        log.error('Failed to get pod sandbox status; Skipping pod', err);
+        result.syncError = err as Error;
+        return result;
+      }
+      if (!sandboxStatus.status) {
+        result.syncError = new Error('pod sandbox status is nil');
+        return result;
+      }
+      if (!isHostNetworkPod(pod)) podIPs = determinePodSandboxIPs(sandboxStatus.status);
+    }
+    const podIP = podIPs[0] ?? '';
+
+    const configResult: SyncResult = { action: 'ConfigPodSandbox', target: sandboxId };
+    result.syncResults.push(configResult);
+    let sandboxConfig: runtimeapi.PodSandboxConfigInit;
+    try {
+      sandboxConfig = this.generatePodSandboxConfig(pod, changes.attempt);
+    } catch (err) {
+      configResult.error = 'ConfigPodSandboxError';
+      configResult.message = `GeneratePodSandboxConfig for pod ${JSON.stringify(formatPod(pod))} failed: ${errorMessage(err)}`;
+      return result;
+    }
+
+    const start = async (spec: StartSpec): Promise<boolean> => {
+      const startResult: SyncResult = { action: 'StartContainer', target: spec.container.name };
+      result.syncResults.push(startResult);
+      const backoffFailure = this.doBackOff(pod, spec.container, podStatus, backoff);
+      if (backoffFailure) {
+        startResult.error = backoffFailure.reason;
+        startResult.message = backoffFailure.message;
+        log.v(4).info('Backing Off restarting container in pod', { containerType: spec.kind, container: spec.container.name });
+        return false;
+      }
+      log.v(4).info('Creating container in pod', { containerType: spec.kind, container: spec.container.name });
+      const failure = await this.startContainer(sandboxId, sandboxConfig, spec, pod, podStatus, pullSecrets, podIP, podIPs);
+      if (failure) {
+        startResult.error = failure.reason;
+        startResult.message = failure.message;
+        if (failure.reason === 'ImagePullBackOff') log.v(3).info('Container start failed in pod', { containerType: spec.kind, container: spec.container.name, containerMessage: failure.message, err: failure.reason });
+        else log.error(`${spec.kind} start failed in pod`, new Error(`${failure.reason}: ${failure.message}`), { container: spec.container.name });
+        return false;
+      }
+      return true;
+    };
+
+    // Step 5: ephemeral containers, before init containers so debugging works while init fails.
+    for (const idx of changes.ephemeralContainersToStart) {
+      const ephemeral = pod.spec?.ephemeralContainers?.[idx];
+      if (ephemeral) await start({ container: ephemeral as V1Container, kind: 'ephemeral container', targetContainerName: ephemeral.targetContainerName });
+    }
+    // Step 6: init containers in order; a failed sidecar does not stop the next one.
+    for (const idx of changes.initContainersToStart) {
+      const container = pod.spec?.initContainers?.[idx];
+      if (!container) continue;
+      if (!(await start({ container, kind: 'init container' }))) {
+        if (isRestartableInitContainer(container)) continue;
+        log.v(4).info('Failed to initialize the pod, as the init container failed to start, aborting', { initContainerName: container.name });
+        return result;
+      }
+      log.v(4).info('Completed init container for pod', { containerName: container.name });
+    }
+    // Step 8: app containers.
+    for (const idx of changes.containersToStart) {
+      const container = pod.spec?.containers?.[idx];
+      if (container) await start({ container, kind: 'container' });
+    }
+    return result;
+  }
+
+  /** CrashLoopBackOff (Go: doBackOff): a failure when the container's last exit is within its backoff. */
+  private doBackOff(pod: V1Pod, container: V1Container, podStatus: PodStatus, backoff: Backoff): StartFailure | undefined {
+    let last: ContainerStatus | undefined;
+    for (const c of podStatus.containerStatuses) {
+      if (c.name === container.name && c.state === 'exited' && (!last || c.createdAt > last.createdAt)) last = c;
+    }
+    if (!last) return undefined;
+    const finishedAt = last.finishedAt ?? 0;
+    const key = getStableKey(pod, container, hashContainer(container));
+    if (backoff.isInBackOffSince(key, finishedAt)) {
+      this.event(pod, 'Warning', EventReason.BackOffStartContainer, `Back-off restarting failed container ${container.name} in pod ${formatPod(pod)}`, container);
+      const message = `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${formatPod(pod)}`;
+      this.logger.v(3).info('Back-off restarting failed container', { err: message });
+      return { reason: 'CrashLoopBackOff', message };
+    }
+    backoff.next(key, finishedAt);
+    return undefined;
+  }
+
+  private async createPodSandbox(pod: V1Pod, attempt: number): Promise<{ id: string } | { error: unknown; message: string }> {
+    let config: runtimeapi.PodSandboxConfigInit;
+    try {
+      config = this.generatePodSandboxConfig(pod, attempt);
+    } catch (error) {
+      return { error, message: `Failed to generate sandbox config for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
+    }
+    try {
+      await this.fs.mkdirAll(config.logDirectory ?? '', 0o755);
+    } catch (error) {
+      return { error, message: `Failed to create log directory for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
+    }
+    try {
+      const id = await this.runtimeService.runPodSandbox(config, this.runtimeHandlerFor(pod));
+      return { id };
+    } catch (error) {
+      return { error, message: `Failed to create sandbox for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
+    }
+  }
+
+  /** Go: calcRestartCountByLogDir: one more than the highest `<n>.log` left in the log directory. */
+  private async restartCountFromLogDir(dir: string): Promise<number> {
+    let names: string[];
+    try {
+      names = await this.fs.readdir(dir);
+    } catch {
+      return 0;
+    }
+    let count = 0;
+    for (const name of names) {
+      const match = /^(\d+)\.log(\..*)?$/.exec(name);
+      if (match) count = Math.max(count, Number(match[1]) + 1);
+    }
+    return count;
+  }
+
+  /**
+   * Pulls the image, creates and starts the container, and runs its postStart hook (Go:
+   * startContainer). Returns the failure, undefined on success.
+   */
+  private async startContainer(
+    sandboxId: string,
+    sandboxConfig: runtimeapi.PodSandboxConfigInit,
+    spec: StartSpec,
+    pod: V1Pod,
+    podStatus: PodStatus,
+    pullSecrets: V1Secret[],
+    podIP: string,
+    podIPs: string[],
+  ): Promise<StartFailure | undefined> {
+    const container = spec.container;
+    const runtimeName = await this.runtimeName();
+    const image = await this.imageManager.ensureImageExists(pod, container, pullSecrets, sandboxConfig, this.runtimeHandlerFor(pod));
+    if (!image.ok) {
+      this.event(pod, 'Warning', EventReason.FailedToCreateContainer, `Error: ${image.reason}`, container);
+      return { reason: image.reason, message: image.message };
+    }
+
+    const status = findContainerStatusByName(podStatus, container.name);
+    const restartCount = status
+      ? status.restartCount + 1
+      : await this.restartCountFromLogDir(
+          buildContainerLogsDirectory(this.podLogsRoot, pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', pod.metadata?.uid ?? '', container.name),
+        );
+
+    let config: runtimeapi.ContainerConfigInit;
+    try {
+      config = await this.generateContainerConfig(container, pod, restartCount, podIP, podIPs, image.imageRef, spec, podStatus);
+    } catch (err) {
+      const message = errorMessage(err);
+      this.event(pod, 'Warning', EventReason.FailedToCreateContainer, `Error: ${message}`, container);
+      return { reason: 'CreateContainerConfigError', message };
+    }
+
+    let containerId: string;
+    try {
+      containerId = await this.runtimeService.createContainer(sandboxId, config, sandboxConfig);
+    } catch (err) {
+      const message = errorMessage(err);
+      this.event(pod, 'Warning', EventReason.FailedToCreateContainer, `Error: ${message}`, container);
+      return { reason: 'CreateContainerError', message };
+    }
+    this.event(pod, 'Normal', EventReason.CreatedContainer, `Created container: ${container.name}`, container, containerId);
+
+    try {
+      await this.runtimeService.startContainer(containerId);
+    } catch (err) {
+      const message = errorMessage(err);
+      this.event(pod, 'Warning', EventReason.FailedToStartContainer, `Error: ${message}`, container, containerId);
+      return { reason: 'RunContainerError', message };
+    }
+    this.event(pod, 'Normal', EventReason.StartedContainer, `Started container ${container.name}`, container, containerId);
+
+    const postStart = container.lifecycle?.postStart;
+    if (postStart) {
+      const id: ContainerID = { type: runtimeName, id: containerId };
+      try {
+        await this.runHandler(pod, container, id, postStart);
+      } catch (err) {
+        const message = errorMessage(err);
+        this.logger.error('Failed to execute PostStartHook', err, { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id) });
+        // The message may hold secrets: the event does not carry it.
+        this.event(pod, 'Warning', EventReason.FailedPostStartHook, 'PostStartHook failed', container, containerId);
+        try {
+          await this.killContainer(pod, id, container.name, 'FailedPostStartHook', 'FailedPostStartHook');
+        } catch (killErr) {
+          this.logger.error('Failed to kill container', killErr, { pod: podRef(pod), containerName: container.name });
+        }
+        return { reason: 'PostStartHookError', message };
+      }
+    }
+    return undefined;
+  }
+
+  /** The CRI ContainerConfig (Go: generateContainerConfig + applyPlatformSpecificContainerConfig). */
+  private async generateContainerConfig(
+    container: V1Container,
+    pod: V1Pod,
+    restartCount: number,
+    podIP: string,
+    podIPs: string[],
+    imageRef: string,
+    spec: StartSpec,
+    podStatus: PodStatus,
+  ): Promise<runtimeapi.ContainerConfigInit> {
+    const env = await makeEnvironmentVariables(pod, container, { podIP, podIPs, node: this.node, sources: this.opts.configMapsAndSecrets });
+    const meta = pod.metadata ?? {};
+    const logDir = buildContainerLogsDirectory(this.podLogsRoot, meta.namespace ?? '', meta.name ?? '', meta.uid ?? '', container.name);
+    try {
+      await this.fs.mkdirAll(logDir, 0o755);
+    } catch (err) {
+      throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorMessage(err)}`);
+    }
+    const mounts = [...((await this.opts.mountsFor?.(pod, container)) ?? [])];
+    const terminationMount = await this.makeTerminationMessageMount(pod, container);
+    if (terminationMount) mounts.push(terminationMount);
+
+    const securityContext = containerSecurityContext(pod, container);
+    if (spec.targetContainerName) {
+      // An ephemeral container targeting another shares its process namespace.
+      const target = findContainerStatusByName(podStatus, spec.targetContainerName);
+      if (!target) throw new ContainerConfigError(`unable to find target container ${spec.targetContainerName}`);
+      securityContext.namespaceOptions = { ...securityContext.namespaceOptions, pid: 'TARGET', targetId: target.id.id };
+    }
+    return {
+      metadata: { name: container.name, attempt: restartCount },
+      image: { image: imageRef, userSpecifiedImage: container.image ?? '' },
+      command: expandAll(container.command, env),
+      args: expandAll(container.args, env),
+      workingDir: container.workingDir ?? '',
+      labels: newContainerLabels(container, pod),
+      annotations: newContainerAnnotations(container, pod, restartCount),
+      mounts,
+      logPath: buildContainerLogsPath(container.name, restartCount),
+      stdin: container.stdin === true,
+      stdinOnce: container.stdinOnce === true,
+      tty: container.tty === true,
+      envs: [...env].map(([key, value]) => ({ key, value })),
+      linux: { resources: linuxContainerResources(pod, container, this.node), securityContext },
+    };
+  }
+
+  /** A fresh termination-log file mounted at terminationMessagePath (Go: makeMounts). */
+  private async makeTerminationMessageMount(pod: V1Pod, container: V1Container): Promise<runtimeapi.MountInit | undefined> {
+    const root = this.opts.kubeletRootDirectory;
+    if (!root || !container.terminationMessagePath) return undefined;
+    const dir = `${root.replace(/\/$/, '')}/pods/${pod.metadata?.uid ?? ''}/containers/${container.name}`;
+    const hostPath = `${dir}/${randomBytes(4).toString('hex')}`;
+    try {
+      await this.fs.mkdirAll(dir, 0o750);
+      await this.fs.createFile(hostPath, 0o666);
+    } catch (err) {
+      this.logger.error('Error on creating termination-log file', err, { path: hostPath });
+      return undefined;
+    }
+    return { hostPath, containerPath: container.terminationMessagePath, selinuxRelabel: false };
+  }
+
+  /** Runs a lifecycle handler (Go: HandlerRunner.Run): exec and sleep; httpGet is not supported yet. */
+  private async runHandler(pod: V1Pod, container: V1Container, id: ContainerID, handler: V1LifecycleHandler, signal?: AbortSignal): Promise<void> {
+    if (handler.exec) {
+      const command = handler.exec.command ?? [];
+      let result;
+      try {
+        result = await this.runtimeService.execSync(id.id, command, 0, { signal });
+      } catch (err) {
+        throw new Error(`Exec lifecycle hook ([${command.join(' ')}]) for Container ${JSON.stringify(container.name)} in Pod ${JSON.stringify(formatPod(pod))} failed - error: ${errorMessage(err)}, message: ""`);
+      }
+      if (result.exitCode !== 0) {
+        const output = Buffer.concat([result.stdout, result.stderr]).toString('utf8');
+        throw new Error(
+          `Exec lifecycle hook ([${command.join(' ')}]) for Container ${JSON.stringify(container.name)} in Pod ${JSON.stringify(formatPod(pod))} failed - error: command '${command.join(' ')}' exited with ${result.exitCode}: ${result.stderr.toString('utf8')}, message: ${JSON.stringify(output)}`,
+        );
+      }
+      return;
+    }
+    if (handler.sleep) {
+      await this.clock.sleep(Number(handler.sleep.seconds) * 1000, signal);
+      return;
+    }
+    if (handler.httpGet) {
+      throw new Error(`httpGet lifecycle hooks are not supported yet (container ${JSON.stringify(container.name)} in pod ${JSON.stringify(formatPod(pod))})`);
+    }
+    throw new Error(`invalid handler: ${JSON.stringify(handler)}`);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // KillPod / killContainer
+
+  /** Kills every container and stops every sandbox of the pod; throws when a step failed (Go: KillPod). */
+  async killPod(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number): Promise<void> {
+    const result = await this.killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds);
+    const err = podSyncError(result);
+    if (err) throw err;
+  }
+
+  /** Go: killPodWithSyncResult: containers in parallel, then StopPodSandbox for every sandbox. */
+  async killPodWithSyncResult(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number): Promise<PodSyncResult> {
+    const result: PodSyncResult = { syncResults: [] };
+    const containerResults = await Promise.all(
+      runningPod.containers.map(async (container): Promise<SyncResult> => {
+        const r: SyncResult = { action: 'KillContainer', target: container.name };
+        try {
+          await this.killContainer(pod, container.id, container.name, '', 'Unknown', gracePeriodOverrideSeconds);
+        } catch (err) {
+          r.error = 'KillContainerError';
+          r.message = errorMessage(err);
+          this.logger.error('Kill container failed', err, { pod: `${runningPod.namespace}/${runningPod.name}`, podUID: runningPod.id, containerName: container.name });
+        }
+        return r;
+      }),
+    );
+    result.syncResults.push(...containerResults);
+
+    const sandboxResult: SyncResult = { action: 'KillPodSandbox', target: runningPod.id };
+    result.syncResults.push(sandboxResult);
+    for (const sandbox of runningPod.sandboxes) {
+      try {
+        await this.runtimeService.stopPodSandbox(sandbox.id.id);
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        sandboxResult.error = 'KillPodSandboxError';
+        sandboxResult.message = errorMessage(err);
+        this.logger.error('Failed to stop sandbox', err, { podSandboxID: sandbox.id.id });
+      }
+    }
+    return result;
+  }
+
+  /** The grace period in seconds before any override (Go: setTerminationGracePeriod). */
+  static terminationGracePeriod(pod: V1Pod, container: V1Container | undefined, reason: ContainerKillReason): number {
+    const deletion = pod.metadata?.deletionGracePeriodSeconds;
+    if (deletion !== undefined && deletion !== null) return deletion;
+    const podGrace = pod.spec?.terminationGracePeriodSeconds;
+    if (podGrace !== undefined && podGrace !== null) {
+      if (reason === 'StartupProbe' && container?.startupProbe?.terminationGracePeriodSeconds != null) return container.startupProbe.terminationGracePeriodSeconds;
+      if (reason === 'LivenessProbe' && container?.livenessProbe?.terminationGracePeriodSeconds != null) return container.livenessProbe.terminationGracePeriodSeconds;
+      return podGrace;
+    }
+    return MINIMUM_GRACE_PERIOD_SECONDS;
+  }
+
+  /**
+   * Stops a container: the preStop hook within the grace period, then StopContainer with what is
+   * left of it, at least 2 s (Go: killContainer). Without the pod, what is needed comes from the
+   * container's labels and annotations.
+   */
+  async killContainer(
+    pod: V1Pod | undefined,
+    id: ContainerID,
+    containerName: string,
+    message: string,
+    reason: ContainerKillReason,
+    gracePeriodOverrideSeconds?: number,
+  ): Promise<void> {
+    let containerSpec: V1Container | undefined;
+    if (pod) {
+      containerSpec = getContainerSpec(pod, containerName);
+      if (!containerSpec) {
+        throw new Error(
+          `failed to get containerSpec ${JSON.stringify(containerName)} (id=${JSON.stringify(formatContainerID(id))}) in pod ${JSON.stringify(formatPod(pod))} when killing container for reason ${JSON.stringify(message)}`,
+        );
+      }
+    } else {
+      [pod, containerSpec] = await this.restoreSpecsFromContainerLabels(id);
+    }
+
+    let gracePeriod = GenericRuntimeManager.terminationGracePeriod(pod, containerSpec, reason);
+    this.event(pod, 'Normal', EventReason.KillingContainer, message || `Stopping container ${containerSpec.name}`, containerSpec, id.id);
+    if (gracePeriodOverrideSeconds !== undefined) {
+      gracePeriod = gracePeriodOverrideSeconds;
+      this.logger.v(3).info('Killing container with a grace period override', { pod: podRef(pod), containerName, containerID: formatContainerID(id), gracePeriod });
+    }
+    if (containerSpec.lifecycle?.preStop && gracePeriod > 0) {
+      gracePeriod -= await this.executePreStopHook(pod, id, containerSpec, gracePeriod);
+    }
+    if (gracePeriod < MINIMUM_GRACE_PERIOD_SECONDS) gracePeriod = MINIMUM_GRACE_PERIOD_SECONDS;
+    this.logger.v(2).info('Killing container with a grace period', { pod: podRef(pod), containerName, containerID: formatContainerID(id), gracePeriod });
+    try {
+      await this.runtimeService.stopContainer(id.id, gracePeriod);
+    } catch (err) {
+      if (!isNotFound(err)) {
+        this.logger.error('Container termination failed with gracePeriod', err, { pod: podRef(pod), containerName, gracePeriod });
+        throw err;
+      }
+    }
+  }
+
+  /** Runs the preStop hook for at most the grace period; returns the whole seconds it took. */
+  private async executePreStopHook(pod: V1Pod, id: ContainerID, container: V1Container, gracePeriod: number): Promise<number> {
+    const started = this.clock.now();
+    const controller = new AbortController();
+    const hook = this.runHandler(pod, container, id, container.lifecycle!.preStop!, controller.signal).then(
+      () => 'done' as const,
+      (err: unknown) => {
+        if (!controller.signal.aborted) {
+          this.logger.error('PreStop hook failed', err, { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id) });
+          this.event(pod, 'Warning', EventReason.FailedPreStopHook, 'PreStopHook failed', container, id.id);
+        }
+        return 'done' as const;
+      },
+    );
+    const timeout = this.clock.sleep(gracePeriod * 1000, controller.signal).then(
+      () => 'timeout' as const,
+      () => 'aborted' as const,
+    );
+    const outcome = await Promise.race([hook, timeout]);
+    if (outcome === 'timeout') {
+      this.logger.v(2).info('PreStop hook not completed in grace period', { pod: podRef(pod), containerName: container.name, gracePeriod });
+    }
+    controller.abort();
+    return Math.floor((this.clock.now() - started) / 1000);
+  }
+
+  /** The parts of pod and container a kill needs, from the container's labels (Go: restoreSpecsFromContainerLabels). */
+  private async restoreSpecsFromContainerLabels(id: ContainerID): Promise<[V1Pod, V1Container]> {
+    const response = await this.runtimeService.containerStatus(id.id, false);
+    if (!response.status) throw new Error('container status is nil');
+    const l = getContainerInfoFromLabels(response.status.labels);
+    const a = getContainerInfoFromAnnotations(response.status.annotations);
+    const pod: V1Pod = {
+      metadata: { uid: l.podUid, name: l.podName, namespace: l.podNamespace, deletionGracePeriodSeconds: a.podDeletionGracePeriod },
+      spec: { containers: [], terminationGracePeriodSeconds: a.podTerminationGracePeriod },
+    };
+    const container: V1Container = { name: l.containerName, ports: a.containerPorts, terminationMessagePath: a.terminationMessagePath };
+    if (a.preStopHandler) container.lifecycle = { preStop: a.preStopHandler };
+    pod.spec!.containers = [container];
+    return [pod, container];
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Container removal
+
+  /** Removes a container (Go: removeContainer, without log rotation cleanup). */
+  async deleteContainer(id: ContainerID): Promise<void> {
+    await this.runtimeService.removeContainer(id.id);
+  }
+
+  /** Runs a command in a container, returning stdout and stderr (Go: RunInContainer). */
+  async runInContainer(id: ContainerID, cmd: string[], timeoutSeconds: number): Promise<Buffer> {
+    const result = await this.runtimeService.execSync(id.id, cmd, timeoutSeconds);
+    const output = Buffer.concat([result.stdout, result.stderr]);
+    if (result.exitCode !== 0) {
+      const err = new Error(`command '${cmd.join(' ')}' exited with ${result.exitCode}: ${result.stderr.toString('utf8')}`) as Error & { exitCode: number; output: Buffer };
+      err.exitCode = result.exitCode;
+      err.output = output;
+      throw err;
+    }
+    return output;
+  }
+
+  /** Keeps only the newest exited instance of each init container (Go: pruneInitContainersBeforeStart). */
+  private async pruneInitContainersBeforeStart(pod: V1Pod, podStatus: PodStatus): Promise<void> {
+    for (const name of new Set((pod.spec?.initContainers ?? []).map((c) => c.name))) {
+      const instances = podStatus.containerStatuses
+        .filter((s) => s.name === name && (s.state === 'exited' || s.state === 'unknown'))
+        .sort((a, b) => b.createdAt - a.createdAt);
+      for (const status of instances.slice(1)) {
+        try {
+          await this.runtimeService.removeContainer(status.id.id);
+        } catch (err) {
+          this.logger.error('Failed to remove pod init container', err, { containerName: name, pod: podRef(pod) });
+        }
+      }
+    }
+  }
+
+  /** Removes every init container instance (Go: purgeInitContainers), before a new sandbox. */
+  private async purgeInitContainers(pod: V1Pod, podStatus: PodStatus): Promise<void> {
+    const names = new Set((pod.spec?.initContainers ?? []).map((c) => c.name));
+    for (const status of podStatus.containerStatuses) {
+      if (!names.has(status.name)) continue;
+      try {
+        await this.runtimeService.removeContainer(status.id.id);
+      } catch (err) {
+        this.logger.error('Failed to remove pod init container', err, { containerName: status.name, pod: podRef(pod) });
+      }
+    }
+  }
+}
+
+function describeActions(a: PodActions): Record<string, unknown> {
+  return {
+    killPod: a.killPod,
+    createSandbox: a.createSandbox,
+    sandboxId: a.sandboxId,
+    attempt: a.attempt,
+    initContainersToStart: a.initContainersToStart,
+    containersToStart: a.containersToStart,
+    ephemeralContainersToStart: a.ephemeralContainersToStart,
+    containersToKill: [...a.containersToKill.keys()],
+  };
+}
