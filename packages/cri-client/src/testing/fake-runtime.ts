@@ -167,6 +167,9 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     this.record('runPodSandbox', [config, runtimeHandler]);
     const id = buildSandboxName(config.metadata);
     const metadata = config.metadata ?? {};
+    const namespaces = config.linux?.securityContext?.namespaceOptions as
+      | { network?: api.NamespaceMode; pid?: api.NamespaceMode; ipc?: api.NamespaceMode; targetId?: string }
+      | undefined;
     this.sandboxes.set(id, {
       runtimeHandler,
       status: {
@@ -174,8 +177,19 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
         metadata: { name: metadata.name ?? '', uid: metadata.uid ?? '', namespace: metadata.namespace ?? '', attempt: metadata.attempt ?? 0 },
         state: 'SANDBOX_READY',
         createdAt: this.nowNanos(),
-        network: { ip: '192.168.192.168', additionalIps: [] },
-        linux: null,
+        // As real runtimes: a host-network sandbox reports no IP of its own.
+        network: { ip: namespaces?.network === 'NODE' ? '' : '192.168.192.168', additionalIps: [] },
+        linux: {
+          namespaces: {
+            options: {
+              network: namespaces?.network ?? 'POD',
+              pid: namespaces?.pid ?? 'POD',
+              ipc: namespaces?.ipc ?? 'POD',
+              targetId: namespaces?.targetId ?? '',
+              usernsOptions: null,
+            },
+          },
+        },
         labels: { ...(config.labels ?? {}) },
         annotations: { ...(config.annotations ?? {}) },
         runtimeHandler,
@@ -259,7 +273,17 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
         message: '',
         labels: { ...(config.labels ?? {}) },
         annotations: { ...(config.annotations ?? {}) },
-        mounts: [],
+        mounts: (config.mounts ?? []).map((m) => ({
+          containerPath: m.containerPath ?? '',
+          hostPath: m.hostPath ?? '',
+          readonly: m.readonly ?? false,
+          selinuxRelabel: m.selinuxRelabel ?? false,
+          propagation: (m.propagation ?? 'PROPAGATION_PRIVATE') as api.MountPropagation,
+          uidMappings: [],
+          gidMappings: [],
+          recursiveReadOnly: m.recursiveReadOnly ?? false,
+          image: null,
+        })),
         logPath: sandboxConfig.logDirectory && config.logPath ? `${sandboxConfig.logDirectory}/${config.logPath}` : '',
         resources: null,
         imageId: image,
