@@ -1,0 +1,481 @@
+/**
+ * The resources this server serves, with the parts of their registry strategies (defaulting,
+ * create/update preparation, validation, field labels) that clients can observe.
+ */
+import type { FieldError } from './errors.js';
+import { clone, deepEqual, isObject, type JsonObject } from './patch.js';
+import { metaOnlySchema, namespaceSchema, nodeSchema, podSchema, serviceSchema, type SmpSchema } from './smp-schema.js';
+
+export interface ResourceDef {
+  /** API group, '' for the core group. */
+  group: string;
+  version: string;
+  /** Plural resource name as in URLs: `pods`. */
+  resource: string;
+  kind: string;
+  singular: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  /** Subresources served under `.../{name}/{sub}` (`status`, `binding`). */
+  subresources?: string[];
+  /**
+   * The resource has a status subresource: writes to the main resource keep the stored status,
+   * writes to `/status` change only status.
+   */
+  statusSubresource?: boolean;
+  /** Field selector labels besides metadata.name and metadata.namespace. */
+  fieldLabels?: string[];
+  /** Field labels of this version that name a different stored field. */
+  fieldLabelRename?: Record<string, string>;
+  /** Strategic merge patch metadata. */
+  smp: SmpSchema;
+  /** Another definition whose storage this one shares (events.k8s.io/v1 events are core/v1 events). */
+  storageOf?: () => ResourceDef;
+  /** Converts this version's object to the storage version's (and back). */
+  toStorage?: (obj: JsonObject) => JsonObject;
+  fromStorage?: (obj: JsonObject) => JsonObject;
+  /** DELETE answers with the object rather than a Status (pods). */
+  returnDeletedObject?: boolean;
+  /** metadata.generation is maintained (starts at 1, bumps on spec changes). */
+  generation?: boolean;
+  /** Defaulting and create-time resets (PrepareForCreate + SetDefaults). */
+  prepareForCreate?: (obj: JsonObject) => void;
+  /** Validation on create; field errors become 422 Invalid. */
+  validateCreate?: (obj: JsonObject) => FieldError[];
+  /** Validation on update of the main resource. */
+  validateUpdate?: (obj: JsonObject, old: JsonObject) => FieldError[];
+  /** Name validation: DNS-1123 subdomain (default) or label. */
+  nameFormat?: 'subdomain' | 'label' | 'path';
+}
+
+export function apiVersionOf(def: Pick<ResourceDef, 'group' | 'version'>): string {
+  return def.group ? `${def.group}/${def.version}` : def.version;
+}
+
+export function storageDef(def: ResourceDef): ResourceDef {
+  return def.storageOf ? def.storageOf() : def;
+}
+
+export function storageKeyOf(def: ResourceDef): string {
+  const s = storageDef(def);
+  return `${s.group}/${s.resource}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods: defaults (pkg/apis/core/v1/defaults.go), QoS class, update validation.
+
+const QUANTITY = /^([+-]?[0-9.]+)([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/;
+const SUFFIX: Record<string, number> = {
+  '': 1,
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+};
+
+/** A resource.Quantity as a number (enough precision to compare requests with limits). */
+export function parseQuantity(q: unknown): number | undefined {
+  if (typeof q === 'number') return q;
+  if (typeof q !== 'string') return undefined;
+  const m = q.trim().match(QUANTITY);
+  if (!m) return undefined;
+  return Number(m[1] + (m[2] ?? '')) * SUFFIX[m[3] ?? ''];
+}
+
+function containersOf(spec: JsonObject, field: string): JsonObject[] {
+  const list = spec[field];
+  return Array.isArray(list) ? (list.filter(isObject) as JsonObject[]) : [];
+}
+
+/** GetPodQOS (pkg/apis/core/helper/qos): BestEffort, Guaranteed or Burstable. */
+export function podQOSClass(pod: JsonObject): 'BestEffort' | 'Burstable' | 'Guaranteed' {
+  const spec = isObject(pod.spec) ? pod.spec : {};
+  const containers = [...containersOf(spec, 'containers'), ...containersOf(spec, 'initContainers')];
+  const supported = ['cpu', 'memory'];
+  const requests = new Map<string, number>();
+  const limits = new Map<string, number>();
+  let guaranteed = true;
+  for (const c of containers) {
+    const res = isObject(c.resources) ? c.resources : {};
+    const req = isObject(res.requests) ? res.requests : {};
+    const lim = isObject(res.limits) ? res.limits : {};
+    for (const [name, q] of Object.entries(req)) {
+      if (!supported.includes(name)) continue;
+      const v = parseQuantity(q) ?? 0;
+      if (v !== 0) requests.set(name, (requests.get(name) ?? 0) + v);
+    }
+    const seen = new Set<string>();
+    for (const [name, q] of Object.entries(lim)) {
+      if (!supported.includes(name)) continue;
+      const v = parseQuantity(q) ?? 0;
+      if (v !== 0) {
+        seen.add(name);
+        limits.set(name, (limits.get(name) ?? 0) + v);
+      }
+    }
+    if (!supported.every((n) => seen.has(n))) guaranteed = false;
+  }
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (guaranteed) {
+    for (const [name, v] of requests) {
+      if (limits.get(name) !== v) {
+        guaranteed = false;
+        break;
+      }
+    }
+  }
+  return guaranteed && limits.size === requests.size ? 'Guaranteed' : 'Burstable';
+}
+
+function setDefault(obj: JsonObject, key: string, value: JsonObject[string]): void {
+  if (obj[key] === undefined || obj[key] === null) obj[key] = value;
+}
+
+function defaultProbe(probe: unknown): void {
+  if (!isObject(probe)) return;
+  setDefault(probe, 'timeoutSeconds', 1);
+  setDefault(probe, 'periodSeconds', 10);
+  setDefault(probe, 'successThreshold', 1);
+  setDefault(probe, 'failureThreshold', 3);
+  if (isObject(probe.httpGet)) {
+    setDefault(probe.httpGet, 'path', '/');
+    setDefault(probe.httpGet, 'scheme', 'HTTP');
+  }
+}
+
+function defaultContainer(c: JsonObject, hostNetwork: boolean): void {
+  setDefault(c, 'terminationMessagePath', '/dev/termination-log');
+  setDefault(c, 'terminationMessagePolicy', 'File');
+  if (c.imagePullPolicy === undefined && typeof c.image === 'string') {
+    const image = c.image;
+    const lastPart = image.split('/').pop() ?? image;
+    const hasDigest = image.includes('@');
+    const tag = lastPart.includes(':') ? lastPart.split(':').pop() : undefined;
+    c.imagePullPolicy = !hasDigest && (tag === undefined || tag === 'latest') ? 'Always' : 'IfNotPresent';
+  }
+  setDefault(c, 'resources', {});
+  // SetDefaults_Pod: requests default to limits for resources that have a limit but no request.
+  const res = c.resources as JsonObject;
+  if (isObject(res.limits)) {
+    const requests: JsonObject = isObject(res.requests) ? res.requests : {};
+    for (const [name, q] of Object.entries(res.limits)) setDefault(requests, name, q);
+    res.requests = requests;
+  }
+  if (Array.isArray(c.ports)) {
+    for (const p of c.ports) {
+      if (!isObject(p)) continue;
+      setDefault(p, 'protocol', 'TCP');
+      if (hostNetwork && p.hostPort === undefined && p.containerPort !== undefined) p.hostPort = p.containerPort;
+    }
+  }
+  if (Array.isArray(c.env)) {
+    for (const e of c.env) {
+      if (isObject(e) && isObject(e.valueFrom) && isObject(e.valueFrom.fieldRef)) setDefault(e.valueFrom.fieldRef, 'apiVersion', 'v1');
+    }
+  }
+  defaultProbe(c.livenessProbe);
+  defaultProbe(c.readinessProbe);
+  defaultProbe(c.startupProbe);
+}
+
+/** SetObjectDefaults_Pod, the subset clients observe. */
+export function defaultPod(pod: JsonObject): void {
+  if (!isObject(pod.spec)) pod.spec = {};
+  const spec = pod.spec;
+  setDefault(spec, 'restartPolicy', 'Always');
+  setDefault(spec, 'dnsPolicy', 'ClusterFirst');
+  setDefault(spec, 'terminationGracePeriodSeconds', 30);
+  setDefault(spec, 'securityContext', {});
+  setDefault(spec, 'schedulerName', 'default-scheduler');
+  setDefault(spec, 'enableServiceLinks', true);
+  // The Priority admission plugin's answer when no PriorityClass is named.
+  if (spec.priorityClassName === undefined) setDefault(spec, 'priority', 0);
+  setDefault(spec, 'preemptionPolicy', 'PreemptLowerPriority');
+  const hostNetwork = spec.hostNetwork === true;
+  for (const field of ['containers', 'initContainers', 'ephemeralContainers']) {
+    for (const c of containersOf(spec, field)) defaultContainer(c, hostNetwork);
+  }
+  if (Array.isArray(spec.volumes)) {
+    for (const v of spec.volumes) {
+      if (!isObject(v)) continue;
+      for (const src of ['configMap', 'secret', 'projected', 'downwardAPI']) {
+        if (isObject(v[src])) setDefault(v[src], 'defaultMode', 420);
+      }
+      if (isObject(v.hostPath)) setDefault(v.hostPath, 'type', '');
+    }
+  }
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+function validatePodSpec(pod: JsonObject): FieldError[] {
+  const errs: FieldError[] = [];
+  const spec = isObject(pod.spec) ? pod.spec : {};
+  const containers = containersOf(spec, 'containers');
+  if (containers.length === 0) errs.push({ type: 'FieldValueRequired', field: 'spec.containers' });
+  const names = new Set<string>();
+  for (const field of ['initContainers', 'containers']) {
+    containersOf(spec, field).forEach((c, i) => {
+      const path = `spec.${field}[${i}]`;
+      if (typeof c.name !== 'string' || !c.name) errs.push({ type: 'FieldValueRequired', field: `${path}.name` });
+      else if (!DNS_LABEL.test(c.name) || c.name.length > 63) errs.push({ type: 'FieldValueInvalid', field: `${path}.name`, value: c.name, detail: "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character" });
+      else if (names.has(c.name)) errs.push({ type: 'FieldValueDuplicate', field: `${path}.name`, value: c.name });
+      else names.add(c.name);
+      if (typeof c.image !== 'string' || !c.image.trim()) errs.push({ type: 'FieldValueRequired', field: `${path}.image` });
+    });
+  }
+  return errs;
+}
+
+/**
+ * ValidatePodUpdate's rule: only container images, activeDeadlineSeconds, tolerations (additions),
+ * schedulingGates (removals) and terminationGracePeriodSeconds may change in a pod's spec.
+ */
+function validatePodUpdate(pod: JsonObject, old: JsonObject): FieldError[] {
+  const errs = validatePodSpec(pod);
+  const newSpec = clone(isObject(pod.spec) ? pod.spec : {});
+  const oldSpec = isObject(old.spec) ? old.spec : {};
+  for (const field of ['containers', 'initContainers']) {
+    const n = containersOf(newSpec, field);
+    const o = containersOf(oldSpec, field);
+    n.forEach((c, i) => {
+      if (o[i] && o[i].image !== undefined) c.image = o[i].image;
+    });
+  }
+  for (const field of ['activeDeadlineSeconds', 'tolerations', 'schedulingGates', 'terminationGracePeriodSeconds']) {
+    if (oldSpec[field] === undefined) delete newSpec[field];
+    else newSpec[field] = oldSpec[field];
+  }
+  if (!deepEqual(newSpec, oldSpec)) {
+    errs.push({
+      type: 'FieldValueForbidden',
+      field: 'spec',
+      detail:
+        'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+    });
+  }
+  return errs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// events.k8s.io/v1 <-> core/v1 Event conversion (both are views of one storage).
+
+const EVENT_RENAMES: Array<[string, string]> = [
+  ['regarding', 'involvedObject'],
+  ['note', 'message'],
+  ['deprecatedSource', 'source'],
+  ['deprecatedFirstTimestamp', 'firstTimestamp'],
+  ['deprecatedLastTimestamp', 'lastTimestamp'],
+  ['deprecatedCount', 'count'],
+  ['reportingController', 'reportingComponent'],
+];
+
+function renameKeys(obj: JsonObject, pairs: Array<[string, string]>, apiVersion: string): JsonObject {
+  const out: JsonObject = {};
+  for (const [k, v] of Object.entries(obj)) {
+    const pair = pairs.find(([from]) => from === k);
+    out[pair ? pair[1] : k] = v;
+  }
+  out.apiVersion = apiVersion;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const podFieldLabels = [
+  'spec.nodeName',
+  'spec.restartPolicy',
+  'spec.schedulerName',
+  'spec.serviceAccountName',
+  'spec.hostNetwork',
+  'status.phase',
+  'status.podIP',
+  'status.nominatedNodeName',
+];
+
+const eventFieldLabels = [
+  'involvedObject.kind',
+  'involvedObject.namespace',
+  'involvedObject.name',
+  'involvedObject.uid',
+  'involvedObject.apiVersion',
+  'involvedObject.resourceVersion',
+  'involvedObject.fieldPath',
+  'reason',
+  'reportingComponent',
+  'source',
+  'type',
+];
+
+export function builtinResources(): ResourceDef[] {
+  const pods: ResourceDef = {
+    group: '',
+    version: 'v1',
+    resource: 'pods',
+    kind: 'Pod',
+    singular: 'pod',
+    namespaced: true,
+    shortNames: ['po'],
+    subresources: ['status', 'binding'],
+    statusSubresource: true,
+    fieldLabels: podFieldLabels,
+    smp: podSchema,
+    returnDeletedObject: true,
+    generation: true,
+    prepareForCreate(pod) {
+      defaultPod(pod);
+      // podStrategy.PrepareForCreate: status starts as Pending with the computed QoS class.
+      pod.status = { phase: 'Pending', qosClass: podQOSClass(pod) };
+    },
+    validateCreate: validatePodSpec,
+    validateUpdate: validatePodUpdate,
+  };
+  const coreEvents: ResourceDef = {
+    group: '',
+    version: 'v1',
+    resource: 'events',
+    kind: 'Event',
+    singular: 'event',
+    namespaced: true,
+    shortNames: ['ev'],
+    fieldLabels: eventFieldLabels,
+    smp: metaOnlySchema,
+  };
+  const eventsV1: ResourceDef = {
+    group: 'events.k8s.io',
+    version: 'v1',
+    resource: 'events',
+    kind: 'Event',
+    singular: 'event',
+    namespaced: true,
+    shortNames: ['ev'],
+    fieldLabels: [
+      ...eventFieldLabels,
+      'regarding.kind',
+      'regarding.namespace',
+      'regarding.name',
+      'regarding.uid',
+      'regarding.apiVersion',
+      'regarding.resourceVersion',
+      'regarding.fieldPath',
+      'reportingController',
+    ],
+    fieldLabelRename: {
+      'regarding.kind': 'involvedObject.kind',
+      'regarding.namespace': 'involvedObject.namespace',
+      'regarding.name': 'involvedObject.name',
+      'regarding.uid': 'involvedObject.uid',
+      'regarding.apiVersion': 'involvedObject.apiVersion',
+      'regarding.resourceVersion': 'involvedObject.resourceVersion',
+      'regarding.fieldPath': 'involvedObject.fieldPath',
+      reportingController: 'reportingComponent',
+    },
+    smp: metaOnlySchema,
+    storageOf: () => coreEvents,
+    toStorage: (obj) => renameKeys(obj, EVENT_RENAMES, 'v1'),
+    fromStorage: (obj) =>
+      renameKeys(
+        obj,
+        EVENT_RENAMES.map(([a, b]) => [b, a]),
+        'events.k8s.io/v1',
+      ),
+  };
+  return [
+    pods,
+    {
+      group: '',
+      version: 'v1',
+      resource: 'nodes',
+      kind: 'Node',
+      singular: 'node',
+      namespaced: false,
+      shortNames: ['no'],
+      subresources: ['status'],
+      statusSubresource: true,
+      fieldLabels: ['spec.unschedulable'],
+      smp: nodeSchema,
+    },
+    {
+      group: '',
+      version: 'v1',
+      resource: 'namespaces',
+      kind: 'Namespace',
+      singular: 'namespace',
+      namespaced: false,
+      shortNames: ['ns'],
+      subresources: ['status'],
+      statusSubresource: true,
+      fieldLabels: ['status.phase'],
+      smp: namespaceSchema,
+      nameFormat: 'label',
+      prepareForCreate(ns) {
+        ns.spec = { finalizers: ['kubernetes'] };
+        ns.status = { phase: 'Active' };
+        const meta = ns.metadata as JsonObject;
+        meta.labels = { ...(isObject(meta.labels) ? meta.labels : {}), 'kubernetes.io/metadata.name': meta.name as string };
+      },
+    },
+    coreEvents,
+    eventsV1,
+    {
+      group: '',
+      version: 'v1',
+      resource: 'configmaps',
+      kind: 'ConfigMap',
+      singular: 'configmap',
+      namespaced: true,
+      shortNames: ['cm'],
+      smp: metaOnlySchema,
+    },
+    {
+      group: '',
+      version: 'v1',
+      resource: 'secrets',
+      kind: 'Secret',
+      singular: 'secret',
+      namespaced: true,
+      fieldLabels: ['type'],
+      smp: metaOnlySchema,
+      prepareForCreate(secret) {
+        setDefault(secret, 'type', 'Opaque');
+      },
+    },
+    {
+      group: '',
+      version: 'v1',
+      resource: 'services',
+      kind: 'Service',
+      singular: 'service',
+      namespaced: true,
+      shortNames: ['svc'],
+      subresources: ['status'],
+      statusSubresource: true,
+      smp: serviceSchema,
+      nameFormat: 'label',
+      prepareForCreate(svc) {
+        // serviceStrategy.PrepareForCreate clears status (IP allocation is not simulated).
+        svc.status = { loadBalancer: {} };
+      },
+    },
+    {
+      group: 'coordination.k8s.io',
+      version: 'v1',
+      resource: 'leases',
+      kind: 'Lease',
+      singular: 'lease',
+      namespaced: true,
+      smp: metaOnlySchema,
+    },
+  ];
+}
