@@ -1,0 +1,52 @@
+export {
+  PodConfig,
+  checkAndUpdatePod,
+  isAnnotationMapEqual,
+  podsDifferSemantically,
+  podRefText,
+  type PodChange,
+  type PodConfigMode,
+  type PodConfigOptions,
+  type PodConfigStats,
+  type PodUpdateSink,
+} from './config.js';
+export { FileSource, manifestExtensions, type FileSourceOptions } from './file-source.js';
+export { HttpSource, HttpStatusError, parseManifestUrlHeader, type HttpSourceOptions, type ManifestUrlHeader } from './http-source.js';
+export {
+  ApiserverSource,
+  GoneError,
+  createPodListerWatcher,
+  isGone,
+  nodeFieldSelector,
+  type ApiserverSourceOptions,
+  type PodListerWatcher,
+  type PodWatchEvent,
+} from './apiserver-source.js';
+export { makePodSourceConfig, type PodSourceConfig, type PodSourceConfigOptions } from './make-pod-source-config.js';
+export {
+  ManifestError,
+  NamespaceDefault,
+  applyStaticPodDefaults,
+  decodePodsManifest,
+  decodeSinglePodManifest,
+  defaultImagePullPolicy,
+  formatRFC3339Nano,
+  generatePodName,
+  setPodDefaults,
+  staticPodUID,
+  type DecodeResult,
+  type StaticPodOrigin,
+} from './static-pod.js';
+export {
+  formatFieldError,
+  formatFieldErrors,
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  validatePod,
+  validatePodShape,
+  type FieldError,
+  type FieldErrorType,
+} from './validation.js';
+export { FailedValidationReason, noopRecorder, type EventRecorder } from './recorder.js';
+export { deepEqual } from './equality.js';
+export { deserializePod, serializePod } from './serializer.js';
