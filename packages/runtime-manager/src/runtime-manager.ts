@@ -249,6 +249,8 @@ export class GenericRuntimeManager implements ContainerRuntime {
   private async runtimeName(): Promise<string> {
     if (this.runtimeNameCache !== undefined) return this.runtimeNameCache;
     const response = await this.fetchVersion();
+    // Concurrent first callers share one Version call; only the first to finish logs it.
+    if (this.runtimeNameCache !== undefined) return this.runtimeNameCache;
     this.runtimeNameCache = response.runtimeName;
     this.logger.info('Container runtime initialized', {
       containerRuntime: response.runtimeName,

@@ -1,0 +1,110 @@
+import { mkdir } from 'node:fs/promises';
+import type { DependencyContainer } from 'tsyringe';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { Clock, Logger } from '@kubelet-ts/core';
+import type { RemoteImageService, RemoteRuntimeService } from '@kubelet-ts/cri-client';
+import type { LocalRuntime } from '@kubelet-ts/local-runtime';
+import type { PodSourceConfig } from '@kubelet-ts/pod-config';
+import type { KubeletConfig } from './config.js';
+import { Tokens, runtimeEndpoint } from './container.js';
+import { HealthzServer } from './healthz.js';
+import type { Kubelet, KubeletRuntime } from './kubelet.js';
+import { runOnce, type RunPodResult } from './run-once.js';
+import { KUBELET_VERSION } from './version.js';
+
+export interface RunningKubelet {
+  kubelet: Kubelet;
+  /** The healthz port actually bound (useful with port 0), or undefined when disabled. */
+  healthzPort?: number;
+  /** Resolves when the kubelet has stopped; rejects if start-up or runOnce failed. */
+  done: Promise<RunPodResult[] | void>;
+}
+
+/** A one-line summary of a pod's status, as the binary prints it. */
+export function describePodStatus(pod: V1Pod, status: V1PodStatus): string {
+  const containers = [...(status.initContainerStatuses ?? []).map((c) => ({ ...c, init: true })), ...(status.containerStatuses ?? []).map((c) => ({ ...c, init: false }))]
+    .map((c) => {
+      const state = c.state?.running
+        ? 'running'
+        : c.state?.terminated
+          ? `terminated(${c.state.terminated.reason ?? ''} exit=${c.state.terminated.exitCode})`
+          : `waiting(${c.state?.waiting?.reason ?? ''})`;
+      return `${c.init ? 'init:' : ''}${c.name}=${state}${c.ready ? ',ready' : ''}${c.restartCount ? `,restarts=${c.restartCount}` : ''}`;
+    })
+    .join(' ');
+  return `pod ${pod.metadata?.namespace}/${pod.metadata?.name} ${status.phase}${status.podIP ? ` ip=${status.podIP}` : ''} ${containers}`;
+}
+
+/**
+ * Go: RunKubelet + startKubelet: starts the embedded runtime when configured, the healthz server and
+ * the kubelet (or runOnce), and tears everything down when the signal aborts.
+ */
+export async function startKubelet(c: DependencyContainer, signal: AbortSignal): Promise<RunningKubelet> {
+  const config = c.resolve<KubeletConfig>(Tokens.Config);
+  const logger = c.resolve<Logger>(Tokens.Logger);
+  const clock = c.resolve<Clock>(Tokens.Clock);
+  logger.info('Starting kubelet', {
+    version: KUBELET_VERSION,
+    nodeName: config.nodeName,
+    containerRuntimeEndpoint: config.containerRuntimeEndpoint,
+    staticPodPath: config.staticPodPath ?? '',
+    staticPodURL: config.staticPodURL ?? '',
+  });
+  await mkdir(config.rootDir, { recursive: true });
+  await mkdir(config.podLogsDir, { recursive: true });
+
+  const local = c.resolve<LocalRuntime | undefined>(Tokens.LocalRuntime);
+  if (local) {
+    await local.start();
+    logger.info('Started the embedded local runtime: containers run as host processes without isolation', { endpoint: runtimeEndpoint(config) });
+  }
+  const sources = c.resolve<PodSourceConfig>(Tokens.PodSourceConfig);
+  const kubelet = c.resolve<Kubelet>(Tokens.Kubelet);
+
+  let healthz: HealthzServer | undefined;
+  let healthzPort: number | undefined;
+  // As the Go kubelet: port 0 disables the healthz server.
+  if (config.healthzPort > 0 && !config.runOnce) {
+    healthz = new HealthzServer(
+      [
+        { name: 'ping', check: () => undefined },
+        { name: 'log', check: () => undefined },
+        { name: 'syncloop', check: () => kubelet.syncLoopHealthy() },
+      ],
+      { port: config.healthzPort, address: config.healthzBindAddress },
+    );
+    try {
+      healthzPort = await healthz.start();
+      logger.info('Started healthz server', { address: `${config.healthzBindAddress}:${healthzPort}` });
+    } catch (error) {
+      logger.error('Failed to start healthz server', error, { port: config.healthzPort });
+      healthz = undefined;
+    }
+  }
+
+  const teardown = async () => {
+    await healthz?.stop();
+    await sources.stop();
+    const runtimeService = c.resolve<RemoteRuntimeService>(Tokens.RuntimeService);
+    const imageService = c.resolve<RemoteImageService>(Tokens.ImageService);
+    runtimeService.close?.();
+    imageService.close?.();
+    await local?.stop();
+  };
+
+  const done = (async () => {
+    try {
+      if (config.runOnce) {
+        return await runOnce(
+          { kubelet, runtime: c.resolve<KubeletRuntime>(Tokens.ContainerRuntime), clock, logger },
+          sources.podConfig.updates(),
+          signal,
+        );
+      }
+      await kubelet.run(signal);
+    } finally {
+      await teardown();
+    }
+  })();
+  return { kubelet, healthzPort, done };
+}

@@ -1,0 +1,121 @@
+import 'reflect-metadata';
+import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
+import { PodCache, createLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { RemoteImageService, RemoteRuntimeService, type ImageService, type RuntimeService } from '@kubelet-ts/cri-client';
+import { LocalRuntime } from '@kubelet-ts/local-runtime';
+import { GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
+import { PodWorkers, type PodSyncer } from '@kubelet-ts/pod-workers';
+import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-config';
+import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
+import { localRuntimePaths, type KubeletConfig } from './config.js';
+import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
+import { Kubelet, type KubeletOptions } from './kubelet.js';
+
+/**
+ * The injection tokens of KubeletDeps. Only the app knows tsyringe: every library is built here by a
+ * factory from the config and the other dependencies. Tests and embedders register their own provider
+ * for any token in a child container (the last registration wins).
+ */
+export const Tokens = {
+  Config: Symbol.for('kubelet-ts.KubeletConfig'),
+  Clock: Symbol.for('kubelet-ts.Clock'),
+  Logger: Symbol.for('kubelet-ts.Logger'),
+  LocalRuntime: Symbol.for('kubelet-ts.LocalRuntime'),
+  RuntimeService: Symbol.for('kubelet-ts.RuntimeService'),
+  ImageService: Symbol.for('kubelet-ts.ImageService'),
+  ContainerRuntime: Symbol.for('kubelet-ts.ContainerRuntime'),
+  PodCache: Symbol.for('kubelet-ts.PodCache'),
+  PLEG: Symbol.for('kubelet-ts.PLEG'),
+  PodSourceConfig: Symbol.for('kubelet-ts.PodSourceConfig'),
+  PodWorkersFactory: Symbol.for('kubelet-ts.PodWorkersFactory'),
+  KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
+  Kubelet: Symbol.for('kubelet-ts.Kubelet'),
+} as const;
+
+/** The CRI endpoint the clients dial: the configured one, or the embedded runtime's socket. */
+export function runtimeEndpoint(config: KubeletConfig, endpoint = config.containerRuntimeEndpoint): string {
+  return endpoint === LOCAL_RUNTIME_ENDPOINT ? `unix://${localRuntimePaths(config).socketPath}` : endpoint;
+}
+
+const singleton = <T>(factory: (c: DependencyContainer) => T) => ({ useFactory: instanceCachingFactory<T>(factory) });
+
+/** Registers the default KubeletDeps for a config (Go: NewMainKubelet's dependencies). */
+export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfig): void {
+  c.register(Tokens.Config, { useValue: config });
+  c.register<Clock>(Tokens.Clock, { useValue: realClock });
+  c.register<Logger>(Tokens.Logger, singleton(() => createLogger({ verbosity: config.verbosity, format: config.loggingFormat, name: 'kubelet' })));
+  c.register<LocalRuntime | undefined>(
+    Tokens.LocalRuntime,
+    singleton((c) => {
+      if (config.containerRuntimeEndpoint !== LOCAL_RUNTIME_ENDPOINT && config.imageServiceEndpoint !== LOCAL_RUNTIME_ENDPOINT) return undefined;
+      const paths = localRuntimePaths(config);
+      return new LocalRuntime({ ...paths, mode: 'process', clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'local-runtime' }) });
+    }),
+  );
+  c.register<RuntimeService>(
+    Tokens.RuntimeService,
+    singleton(() => new RemoteRuntimeService({ endpoint: runtimeEndpoint(config), timeoutMs: config.runtimeRequestTimeoutMs })),
+  );
+  c.register<ImageService>(
+    Tokens.ImageService,
+    singleton(() => new RemoteImageService({ endpoint: runtimeEndpoint(config, config.imageServiceEndpoint), timeoutMs: config.runtimeRequestTimeoutMs })),
+  );
+  c.register<PodCache>(Tokens.PodCache, singleton((c) => new PodCache({ clock: c.resolve(Tokens.Clock) })));
+  c.register<GenericRuntimeManager>(
+    Tokens.ContainerRuntime,
+    singleton(
+      (c) =>
+        new GenericRuntimeManager({
+          runtimeService: c.resolve(Tokens.RuntimeService),
+          imageService: c.resolve(Tokens.ImageService),
+          clock: c.resolve(Tokens.Clock),
+          logger: c.resolve(Tokens.Logger),
+          podLogsRootDirectory: config.podLogsDir,
+          kubeletRootDirectory: config.rootDir,
+        }),
+    ),
+  );
+  c.register<PodLifecycleEventGenerator>(
+    Tokens.PLEG,
+    singleton((c) => new GenericPLEG({ runtime: c.resolve(Tokens.ContainerRuntime), cache: c.resolve(Tokens.PodCache), clock: c.resolve(Tokens.Clock), logger: c.resolve(Tokens.Logger) })),
+  );
+  c.register<PodSourceConfig>(
+    Tokens.PodSourceConfig,
+    singleton((c) =>
+      makePodSourceConfig({
+        nodeName: config.nodeName,
+        staticPodPath: config.staticPodPath,
+        fileCheckFrequencyMs: config.fileCheckFrequencyMs,
+        staticPodURL: config.staticPodURL,
+        staticPodURLHeader: config.staticPodURLHeader,
+        httpCheckFrequencyMs: config.httpCheckFrequencyMs,
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve(Tokens.Logger),
+      }),
+    ),
+  );
+  c.register<KubeletOptions['createPodWorkers']>(Tokens.PodWorkersFactory, {
+    useFactory: (c: DependencyContainer) => (syncer: PodSyncer) =>
+      new PodWorkers({ syncer, cache: c.resolve(Tokens.PodCache), clock: c.resolve(Tokens.Clock), logger: c.resolve(Tokens.Logger), resyncIntervalMs: config.syncFrequencyMs }),
+  });
+  c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
+  c.register<Kubelet>(
+    Tokens.Kubelet,
+    singleton(
+      (c) =>
+        new Kubelet({
+          nodeName: config.nodeName,
+          rootDir: config.rootDir,
+          runtime: c.resolve(Tokens.ContainerRuntime),
+          runtimeService: c.resolve(Tokens.RuntimeService),
+          podCache: c.resolve(Tokens.PodCache),
+          pleg: c.resolve(Tokens.PLEG),
+          podSource: c.resolve<PodSourceConfig>(Tokens.PodSourceConfig).podConfig,
+          createPodWorkers: c.resolve(Tokens.PodWorkersFactory),
+          clock: c.resolve(Tokens.Clock),
+          logger: c.resolve(Tokens.Logger),
+          ...c.resolve<Partial<KubeletOptions>>(Tokens.KubeletOptions),
+        }),
+    ),
+  );
+}

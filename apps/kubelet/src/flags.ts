@@ -1,0 +1,137 @@
+import { parseDuration } from '@kubelet-ts/core';
+
+/**
+ * The kubelet's command line, with the Go kubelet's flag names. Every flag has a KubeletConfiguration
+ * field or is a process-level option; values given on the command line win over the config file.
+ */
+export interface KubeletFlags {
+  config?: string;
+  podManifestPath?: string;
+  manifestUrl?: string;
+  manifestUrlHeader?: string[];
+  containerRuntimeEndpoint?: string;
+  imageServiceEndpoint?: string;
+  hostnameOverride?: string;
+  rootDir?: string;
+  runonce?: boolean;
+  syncFrequencyMs?: number;
+  fileCheckFrequencyMs?: number;
+  httpCheckFrequencyMs?: number;
+  runtimeRequestTimeoutMs?: number;
+  healthzPort?: number;
+  healthzBindAddress?: string;
+  podLogsDir?: string;
+  verbosity?: number;
+  loggingFormat?: 'text' | 'json';
+  help?: boolean;
+  version?: boolean;
+}
+
+type FlagKind = 'string' | 'strings' | 'bool' | 'duration' | 'int' | 'port';
+
+interface FlagSpec {
+  key: keyof KubeletFlags;
+  kind: FlagKind;
+  usage: string;
+  defaultText?: string;
+}
+
+export const LOCAL_RUNTIME_ENDPOINT = 'local';
+
+const specs: Record<string, FlagSpec> = {
+  config: { key: 'config', kind: 'string', usage: 'The kubelet will load its initial configuration from this file (a KubeletConfiguration, YAML or JSON). Command-line flags override it.' },
+  'pod-manifest-path': { key: 'podManifestPath', kind: 'string', usage: 'Path to the directory (or file) of static pod manifests to run.' },
+  'manifest-url': { key: 'manifestUrl', kind: 'string', usage: 'URL for accessing additional pod specifications to run.' },
+  'manifest-url-header': { key: 'manifestUrlHeader', kind: 'strings', usage: "HTTP header for --manifest-url as 'key:value'; may be repeated or comma-separated." },
+  'container-runtime-endpoint': { key: 'containerRuntimeEndpoint', kind: 'string', usage: `The CRI endpoint, e.g. unix:///run/containerd/containerd.sock. "${LOCAL_RUNTIME_ENDPOINT}" starts the embedded local runtime (no isolation).`, defaultText: LOCAL_RUNTIME_ENDPOINT },
+  'image-service-endpoint': { key: 'imageServiceEndpoint', kind: 'string', usage: 'The CRI image service endpoint; defaults to --container-runtime-endpoint.' },
+  'hostname-override': { key: 'hostnameOverride', kind: 'string', usage: 'If non-empty, use this string as the node name instead of the hostname.' },
+  'root-dir': { key: 'rootDir', kind: 'string', usage: 'Directory path for managing kubelet files.', defaultText: '/var/lib/kubelet' },
+  runonce: { key: 'runonce', kind: 'bool', usage: 'Run the pods from the static sources once, report their results and exit.' },
+  'sync-frequency': { key: 'syncFrequencyMs', kind: 'duration', usage: 'Max period between synchronizing running containers and config.', defaultText: '1m0s' },
+  'file-check-frequency': { key: 'fileCheckFrequencyMs', kind: 'duration', usage: 'Duration between checking config files for new data.', defaultText: '20s' },
+  'http-check-frequency': { key: 'httpCheckFrequencyMs', kind: 'duration', usage: 'Duration between checking http for new data.', defaultText: '20s' },
+  'runtime-request-timeout': { key: 'runtimeRequestTimeoutMs', kind: 'duration', usage: 'Timeout of all runtime requests except long running ones (pull, exec, logs).', defaultText: '2m0s' },
+  'healthz-port': { key: 'healthzPort', kind: 'port', usage: 'The port of the localhost healthz endpoint (0 disables it).', defaultText: '10248' },
+  'healthz-bind-address': { key: 'healthzBindAddress', kind: 'string', usage: 'The IP address for the healthz server to serve on.', defaultText: '127.0.0.1' },
+  'pod-logs-dir': { key: 'podLogsDir', kind: 'string', usage: 'Directory for container logs (KubeletConfiguration podLogsDir).', defaultText: '/var/log/pods' },
+  v: { key: 'verbosity', kind: 'int', usage: 'Number for the log level verbosity.', defaultText: '0' },
+  'logging-format': { key: 'loggingFormat', kind: 'string', usage: 'Log format: text or json.', defaultText: 'text' },
+  help: { key: 'help', kind: 'bool', usage: 'Help for kubelet.' },
+  version: { key: 'version', kind: 'bool', usage: 'Print version information and quit.' },
+};
+
+export class FlagError extends Error {
+  override name = 'FlagError';
+}
+
+function convert(name: string, spec: FlagSpec, raw: string): unknown {
+  switch (spec.kind) {
+    case 'string':
+      return raw;
+    case 'strings':
+      return raw.split(',').filter((part) => part !== '');
+    case 'bool':
+      if (raw === 'true' || raw === '1') return true;
+      if (raw === 'false' || raw === '0') return false;
+      throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: parse error: not a boolean`);
+    case 'duration':
+      try {
+        const ms = parseDuration(raw);
+        if (ms < 0) throw new Error('must not be negative');
+        return ms;
+      } catch (error) {
+        throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: ${(error as Error).message}`);
+      }
+    case 'int':
+    case 'port': {
+      if (!/^-?\d+$/.test(raw)) throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: strconv.ParseInt: parsing ${JSON.stringify(raw)}: invalid syntax`);
+      const value = Number(raw);
+      if (spec.kind === 'port' && (value < 0 || value > 65535)) throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: port must be between 0 and 65535`);
+      return value;
+    }
+  }
+}
+
+/** Parses argv (without node and the script). Accepts --flag=value, --flag value, -flag and -v=N. */
+export function parseFlags(argv: string[]): KubeletFlags {
+  const flags: KubeletFlags = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('-') || arg === '-' || arg === '--') {
+      throw new FlagError(`unexpected argument ${JSON.stringify(arg)}: the kubelet takes flags only (see --help)`);
+    }
+    const body = arg.replace(/^--?/, '');
+    const eq = body.indexOf('=');
+    const name = eq >= 0 ? body.slice(0, eq) : body;
+    const spec = specs[name];
+    if (!spec) throw new FlagError(`unknown flag: ${arg.slice(0, arg.length - (eq >= 0 ? body.length - eq : 0))}`);
+    let raw: string;
+    if (eq >= 0) raw = body.slice(eq + 1);
+    else if (spec.kind === 'bool') raw = 'true';
+    else {
+      if (i + 1 >= argv.length) throw new FlagError(`flag needs an argument: --${name}`);
+      raw = argv[++i];
+    }
+    const value = convert(name, spec, raw);
+    if (spec.kind === 'strings') {
+      (flags as Record<string, unknown>)[spec.key] = [...((flags[spec.key] as string[] | undefined) ?? []), ...(value as string[])];
+    } else {
+      (flags as Record<string, unknown>)[spec.key] = value;
+    }
+  }
+  if (flags.loggingFormat !== undefined && flags.loggingFormat !== 'text' && flags.loggingFormat !== 'json') {
+    throw new FlagError(`invalid argument ${JSON.stringify(flags.loggingFormat)} for "--logging-format" flag: must be text or json`);
+  }
+  return flags;
+}
+
+export function usage(): string {
+  const lines = ['Usage:', '  kubelet [flags]', '', 'Flags:'];
+  for (const [name, spec] of Object.entries(specs)) {
+    const type = spec.kind === 'bool' ? '' : ` ${spec.kind === 'strings' ? 'strings' : spec.kind === 'port' ? 'int32' : spec.kind}`;
+    const def = spec.defaultText ? ` (default ${JSON.stringify(spec.defaultText)})` : '';
+    lines.push(`      --${name}${type}`.padEnd(44) + spec.usage + def);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,469 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import {
+  PodOperation,
+  containerRestartBackoff,
+  isAbortError,
+  noopLogger,
+  podSyncError,
+  realClock,
+  until,
+  type Backoff,
+  type Clock,
+  type ContainerRuntime,
+  type Logger,
+  type PodCache,
+  type PodLifecycleEvent,
+  type PodStatus,
+  type PodSyncResult,
+  type PodUpdate,
+  type RuntimePod,
+} from '@kubelet-ts/core';
+import type { RuntimeService } from '@kubelet-ts/cri-client';
+import type { PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
+import type { PodSyncer, PodStatusFunc, PodWorkers, SyncPodType, UpdatePodOptions } from '@kubelet-ts/pod-workers';
+import { convertPodStatusToRunningPod } from '@kubelet-ts/runtime-manager';
+import { Mailbox } from './mailbox.js';
+import { PodManager } from './pod-manager.js';
+import { generateAPIPodStatus, type WaitingReason } from './pod-status.js';
+import { RuntimeState } from './runtime-state.js';
+
+/** Where the kubelet's desired pods come from: pod-config's merged stream. */
+export interface PodSource {
+  updates(): AsyncIterable<PodUpdate>;
+  sourcesReady(): boolean;
+}
+
+/** The runtime manager as the kubelet uses it: the ContainerRuntime plus a start-up probe of the runtime. */
+export type KubeletRuntime = ContainerRuntime & { init?(): Promise<unknown> };
+
+export interface KubeletOptions {
+  nodeName: string;
+  rootDir: string;
+  runtime: KubeletRuntime;
+  runtimeService: RuntimeService;
+  podCache: PodCache;
+  pleg: PodLifecycleEventGenerator;
+  podSource: PodSource;
+  /** Builds the pod workers around this kubelet as their syncer. */
+  createPodWorkers: (syncer: PodSyncer) => PodWorkers & { workQueue: { getWork(): string[] }; stop(): Promise<void> };
+  clock?: Clock;
+  logger?: Logger;
+  /** Called whenever a pod's reported status changes. */
+  onPodStatus?: (pod: V1Pod, status: V1PodStatus) => void;
+  syncPeriodMs?: number;
+  housekeepingPeriodMs?: number;
+  runtimeCheckPeriodMs?: number;
+}
+
+type LoopMessage =
+  | { kind: 'config'; update: PodUpdate }
+  | { kind: 'pleg'; event: PodLifecycleEvent }
+  | { kind: 'sync' }
+  | { kind: 'housekeeping' };
+
+/** Go's syncLoop timings. */
+const SYNC_PERIOD_MS = 1000;
+const HOUSEKEEPING_PERIOD_MS = 2000;
+const RUNTIME_CHECK_PERIOD_MS = 5000;
+const RUNTIME_ERROR_BACKOFF_BASE_MS = 100;
+const RUNTIME_ERROR_BACKOFF_MAX_MS = 5000;
+/** Go: the grace period used for pods known only from the runtime. */
+const ORPHAN_GRACE_PERIOD_SECONDS = 1;
+/** Sync failures that only mean "waiting": the worker resyncs normally instead of backing off. */
+const BACKOFF_REASONS = new Set(['CrashLoopBackOff', 'ImagePullBackOff']);
+
+/**
+ * The kubelet (Go: pkg/kubelet.Kubelet): the syncLoop that turns config updates, PLEG events, the sync
+ * ticker and housekeeping into pod worker updates, and the PodSyncer the workers call to drive the
+ * runtime for each pod.
+ */
+export class Kubelet implements PodSyncer {
+  readonly podManager = new PodManager();
+  readonly runtimeState: RuntimeState;
+  readonly podWorkers: ReturnType<KubeletOptions['createPodWorkers']>;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly backoff: Backoff;
+  private readonly waitingReasons = new Map<string, Map<string, WaitingReason>>();
+  private readonly statuses = new Map<string, V1PodStatus>();
+  private readonly statusKeys = new Map<string, string>();
+  private readonly mailbox = new Mailbox<LoopMessage>({ pleg: 1000 });
+  private lastSyncLoopActivity = 0;
+  private running?: Promise<void>;
+
+  constructor(private readonly options: KubeletOptions) {
+    this.clock = options.clock ?? realClock;
+    this.logger = options.logger ?? noopLogger;
+    this.backoff = containerRestartBackoff(this.clock);
+    this.runtimeState = new RuntimeState(this.clock);
+    this.runtimeState.addHealthCheck({ name: 'PLEG', check: () => options.pleg.healthy().error });
+    this.podWorkers = options.createPodWorkers(this);
+  }
+
+  /** Runs the kubelet until the signal aborts, then stops its loops (containers keep running). */
+  run(signal: AbortSignal): Promise<void> {
+    this.running ??= this.runLoops(signal);
+    return this.running;
+  }
+
+  /** The pods the kubelet should run and the status it last computed for each. */
+  podStatuses(): Array<{ pod: V1Pod; status?: V1PodStatus }> {
+    return this.podManager.getPods().map((pod) => ({ pod, status: this.statuses.get(pod.metadata!.uid!) }));
+  }
+
+  getPodStatus(uid: string): V1PodStatus | undefined {
+    return this.statuses.get(uid);
+  }
+
+  /** The syncloop health check for /healthz (Go: syncLoopHealthCheck). */
+  syncLoopHealthy(): Error | undefined {
+    const threshold = Math.max(this.options.syncPeriodMs ?? SYNC_PERIOD_MS, 2 * 60_000);
+    if (this.lastSyncLoopActivity === 0) return undefined;
+    const idle = this.clock.now() - this.lastSyncLoopActivity;
+    return idle > threshold ? new Error(`sync Loop took longer than expected: last activity ${Math.round(idle / 1000)}s ago`) : undefined;
+  }
+
+  private async runLoops(signal: AbortSignal): Promise<void> {
+    const { pleg, podSource } = this.options;
+    const loops: Array<Promise<unknown>> = [];
+    loops.push(until(() => this.updateRuntimeUp(), this.options.runtimeCheckPeriodMs ?? RUNTIME_CHECK_PERIOD_MS, signal, this.clock, { logger: this.logger, name: 'updateRuntimeUp' }));
+    pleg.start();
+    loops.push(this.pump(signal, podSource.updates(), (update) => ({ kind: 'config', update })));
+    loops.push(this.pump(signal, pleg.watch({ signal }), (event) => ({ kind: 'pleg', event })));
+    const syncTicker = this.clock.setInterval(() => this.mailbox.tick({ kind: 'sync' }), this.options.syncPeriodMs ?? SYNC_PERIOD_MS);
+    const housekeepingTicker = this.clock.setInterval(() => this.mailbox.tick({ kind: 'housekeeping' }), this.options.housekeepingPeriodMs ?? HOUSEKEEPING_PERIOD_MS);
+    this.logger.info('Starting kubelet main sync loop');
+    try {
+      await this.syncLoop(signal);
+    } finally {
+      syncTicker.cancel();
+      housekeepingTicker.cancel();
+      await pleg.stop();
+      await this.podWorkers.stop();
+      await Promise.allSettled(loops);
+      this.logger.info('Kubelet sync loop stopped');
+    }
+  }
+
+  /** Forwards a source into the mailbox until the source ends or the signal aborts (whichever first). */
+  private async pump<T>(signal: AbortSignal, source: AsyncIterable<T>, wrap: (item: T) => LoopMessage): Promise<void> {
+    const iterator = source[Symbol.asyncIterator]();
+    const aborted = new Promise<'aborted'>((resolve) => {
+      if (signal.aborted) resolve('aborted');
+      else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
+    });
+    try {
+      while (!signal.aborted) {
+        const next = await Promise.race([iterator.next(), aborted]);
+        if (next === 'aborted' || next.done) return;
+        const message = wrap(next.value);
+        await this.mailbox.waitForRoom(message.kind, signal);
+        this.mailbox.push(message);
+      }
+    } catch (error) {
+      if (!signal.aborted) this.logger.error('Sync loop input failed', error);
+    } finally {
+      // Leave the source's own iteration to end when the source closes; do not wait for it here.
+      void iterator.return?.().catch(() => undefined);
+    }
+  }
+
+  private async syncLoop(signal: AbortSignal): Promise<void> {
+    let backoffMs = RUNTIME_ERROR_BACKOFF_BASE_MS;
+    while (!signal.aborted) {
+      const errors = this.runtimeState.runtimeErrors();
+      if (errors.length > 0) {
+        this.logger.error('Skipping pod synchronization', new Error(errors.map((e) => e.message).join(', ')));
+        try {
+          await this.clock.sleep(backoffMs, signal);
+        } catch (error) {
+          if (isAbortError(error)) return;
+          throw error;
+        }
+        backoffMs = Math.min(backoffMs * 2, RUNTIME_ERROR_BACKOFF_MAX_MS);
+        continue;
+      }
+      backoffMs = RUNTIME_ERROR_BACKOFF_BASE_MS;
+      let message: LoopMessage;
+      try {
+        message = await this.mailbox.next(signal);
+      } catch (error) {
+        if (isAbortError(error) || signal.aborted) return;
+        throw error;
+      }
+      this.lastSyncLoopActivity = this.clock.now();
+      try {
+        await this.syncLoopIteration(message);
+      } catch (error) {
+        this.logger.error('Sync loop iteration failed', error, { kind: message.kind });
+      }
+    }
+  }
+
+  /** Go: syncLoopIteration, one message at a time. */
+  async syncLoopIteration(message: LoopMessage): Promise<void> {
+    switch (message.kind) {
+      case 'config':
+        return this.handleConfigUpdate(message.update);
+      case 'pleg':
+        return this.handlePlegEvent(message.event);
+      case 'sync':
+        return this.handleSyncTick();
+      case 'housekeeping':
+        if (!this.options.podSource.sourcesReady()) {
+          this.logger.v(4).info('SyncLoop (housekeeping, skipped): sources aren\'t ready yet');
+          return;
+        }
+        return this.handlePodCleanups();
+    }
+  }
+
+  private handleConfigUpdate(update: PodUpdate): void {
+    const pods = update.pods;
+    const refs = pods.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
+    switch (update.op) {
+      case PodOperation.ADD:
+        this.logger.v(2).info('SyncLoop ADD', { source: update.source, pods: refs });
+        this.handlePodAdditions(pods);
+        break;
+      case PodOperation.UPDATE:
+        this.logger.v(2).info('SyncLoop UPDATE', { source: update.source, pods: refs });
+        this.handlePodUpdates(pods);
+        break;
+      case PodOperation.REMOVE:
+        this.logger.v(2).info('SyncLoop REMOVE', { source: update.source, pods: refs });
+        this.handlePodRemoves(pods);
+        break;
+      case PodOperation.RECONCILE:
+        this.logger.v(4).info('SyncLoop RECONCILE', { source: update.source, pods: refs });
+        for (const pod of pods) this.podManager.updatePod(pod);
+        break;
+      case PodOperation.DELETE:
+        // A graceful deletion is an update carrying deletionTimestamp; the worker starts terminating.
+        this.logger.v(2).info('SyncLoop DELETE', { source: update.source, pods: refs });
+        this.handlePodUpdates(pods);
+        break;
+      case PodOperation.SET:
+        this.logger.error('Kubelet does not support snapshot update', undefined, { source: update.source });
+        break;
+    }
+  }
+
+  handlePodAdditions(pods: V1Pod[]): void {
+    const sorted = [...pods].sort((a, b) => creationTime(a) - creationTime(b));
+    for (const pod of sorted) {
+      this.podManager.addPod(pod);
+      this.dispatch({ updateType: 'create', pod, startTime: this.clock.now() });
+    }
+  }
+
+  handlePodUpdates(pods: V1Pod[]): void {
+    for (const pod of pods) {
+      this.podManager.updatePod(pod);
+      this.dispatch({ updateType: 'update', pod, startTime: this.clock.now() });
+    }
+  }
+
+  handlePodRemoves(pods: V1Pod[]): void {
+    for (const pod of pods) {
+      this.podManager.removePod(pod);
+      this.dispatch({ updateType: 'kill', pod });
+    }
+  }
+
+  private handlePlegEvent(event: PodLifecycleEvent): void {
+    if (event.type === 'ContainerRemoved') return; // not sync-worthy (Go: isSyncPodWorthy)
+    const pod = this.podManager.getPodByUid(event.id);
+    if (!pod) {
+      this.logger.v(4).info('SyncLoop (PLEG): pod does not exist, ignore irrelevant event', { event });
+      return;
+    }
+    this.logger.v(2).info('SyncLoop (PLEG): event for pod', { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, event });
+    this.dispatch({ updateType: 'sync', pod, startTime: this.clock.now() });
+  }
+
+  private handleSyncTick(): void {
+    for (const uid of this.podWorkers.workQueue.getWork()) {
+      const pod = this.podManager.getPodByUid(uid);
+      if (pod) this.dispatch({ updateType: 'sync', pod, startTime: this.clock.now() });
+    }
+  }
+
+  /** Go: HandlePodCleanups: forget finished workers, terminate runtime pods nobody wants. */
+  async handlePodCleanups(): Promise<void> {
+    const desired = this.podManager.getPods();
+    const workers = this.podWorkers.syncKnownPods(desired);
+    let running: RuntimePod[];
+    try {
+      running = await this.options.runtime.getPods(false);
+    } catch (error) {
+      this.logger.error('Error listing containers', error);
+      return;
+    }
+    for (const runningPod of running) {
+      if (workers.has(runningPod.id)) continue;
+      this.logger.v(2).info('Clean up orphaned pod containers', { podUID: runningPod.id, pod: `${runningPod.namespace}/${runningPod.name}` });
+      this.dispatch({ updateType: 'kill', runningPod, killPodOptions: { gracePeriodOverrideSeconds: ORPHAN_GRACE_PERIOD_SECONDS } });
+    }
+    for (const uid of [...this.statuses.keys()]) {
+      if (!this.podManager.getPodByUid(uid) && !workers.has(uid)) {
+        this.statuses.delete(uid);
+        this.statusKeys.delete(uid);
+        this.waitingReasons.delete(uid);
+      }
+    }
+  }
+
+  private dispatch(options: UpdatePodOptions): void {
+    this.podWorkers.updatePod(options);
+  }
+
+  // ---- PodSyncer: what each pod worker calls
+
+  async syncPod(updateType: SyncPodType, pod: V1Pod, _mirrorPod: V1Pod | undefined, podStatus: PodStatus): Promise<boolean> {
+    const uid = pod.metadata!.uid!;
+    const apiStatus = this.updateStatus(pod, podStatus);
+    this.logger.v(4).info('SyncPod enter', { pod: podRef(pod), updateType });
+    if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') return true;
+    await this.makePodDataDirs(uid);
+    const result = await this.options.runtime.syncPod(pod, podStatus, [], this.backoff);
+    this.recordWaitingReasons(uid, result);
+    const error = podSyncError(result);
+    if (error) {
+      const onlyBackoff = result.syncResults.filter((r) => r.error).every((r) => BACKOFF_REASONS.has(r.error!));
+      if (!onlyBackoff || result.syncError) throw error;
+    }
+    return false;
+  }
+
+  async syncTerminatingPod(pod: V1Pod, podStatus: PodStatus, gracePeriodSeconds: number | undefined, podStatusFn: PodStatusFunc | undefined): Promise<void> {
+    this.logger.v(4).info('SyncTerminatingPod enter', { pod: podRef(pod), gracePeriod: gracePeriodSeconds });
+    const apiStatus = generateAPIPodStatus({ pod, status: podStatus, waitingReasons: this.waitingReasons.get(pod.metadata!.uid!), now: this.clock.now() });
+    podStatusFn?.(apiStatus);
+    this.setStatus(pod, apiStatus);
+    const runningPod = convertPodStatusToRunningPod(this.options.runtime.type(), podStatus);
+    await this.options.runtime.killPod(pod, runningPod, gracePeriodSeconds);
+    const after = await this.options.runtime.getPodStatus(pod.metadata!.uid!, pod.metadata!.name!, pod.metadata!.namespace!);
+    const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
+    if (stillRunning.length > 0) {
+      throw new Error(`detected running containers after a successful KillPod, CRI violation: ${stillRunning.join(', ')}`);
+    }
+    this.updateStatus(pod, after);
+    this.logger.v(4).info('SyncTerminatingPod exit', { pod: podRef(pod) });
+  }
+
+  async syncTerminatingRuntimePod(runningPod: RuntimePod): Promise<void> {
+    this.logger.v(4).info('SyncTerminatingRuntimePod enter', { podUID: runningPod.id, pod: `${runningPod.namespace}/${runningPod.name}` });
+    await this.options.runtime.killPod(undefined, runningPod, ORPHAN_GRACE_PERIOD_SECONDS);
+  }
+
+  async syncTerminatedPod(pod: V1Pod, podStatus: PodStatus): Promise<void> {
+    const uid = pod.metadata!.uid!;
+    this.updateStatus(pod, podStatus);
+    if (!this.podManager.getPodByUid(uid)) {
+      // The pod is gone from every source: remove what the runtime still keeps of it.
+      await this.removePodFromRuntime(uid);
+      await rm(this.podDir(uid), { recursive: true, force: true });
+    }
+    this.logger.v(4).info('SyncTerminatedPod exit', { pod: podRef(pod) });
+  }
+
+  // ---- internals
+
+  /** Go: updateRuntimeUp: checks the runtime's status every 5 s and records its health. */
+  private async updateRuntimeUp(): Promise<void> {
+    try {
+      await this.options.runtime.init?.();
+      const status = await this.options.runtime.status();
+      const ready = status.conditions.find((c) => c.type === 'RuntimeReady');
+      if (!ready || !ready.status) {
+        const reason = ready ? `${ready.reason}: ${ready.message}` : 'no RuntimeReady condition';
+        this.runtimeState.setRuntimeError(new Error(`container runtime not ready: RuntimeReady=false reason:${reason}`));
+        return;
+      }
+      this.runtimeState.setRuntimeError(undefined);
+      this.runtimeState.setRuntimeSync(this.clock.now());
+    } catch (error) {
+      this.logger.error('Container runtime sanity check failed', error);
+    }
+  }
+
+  private updateStatus(pod: V1Pod, podStatus: PodStatus): V1PodStatus {
+    const uid = pod.metadata!.uid!;
+    const previous = this.statuses.get(uid);
+    const status = generateAPIPodStatus({ pod, status: podStatus, waitingReasons: this.waitingReasons.get(uid), now: this.clock.now() });
+    // A terminal phase never goes back (Go: the status manager refuses it).
+    if ((previous?.phase === 'Succeeded' || previous?.phase === 'Failed') && status.phase !== previous.phase) status.phase = previous.phase;
+    if (previous?.startTime) status.startTime = previous.startTime;
+    // A stopped sandbox reports no IPs; the pod keeps the ones it had (Go: the status manager's copy).
+    if (!status.podIPs?.length && previous?.podIPs?.length) {
+      status.podIP = previous.podIP;
+      status.podIPs = previous.podIPs;
+    }
+    this.setStatus(pod, status);
+    return status;
+  }
+
+  private setStatus(pod: V1Pod, status: V1PodStatus): void {
+    const uid = pod.metadata!.uid!;
+    this.statuses.set(uid, status);
+    const key = statusKey(status);
+    if (this.statusKeys.get(uid) !== key) {
+      this.statusKeys.set(uid, key);
+      this.options.onPodStatus?.(pod, status);
+    }
+  }
+
+  private recordWaitingReasons(uid: string, result: PodSyncResult): void {
+    const reasons = this.waitingReasons.get(uid) ?? new Map<string, WaitingReason>();
+    for (const step of result.syncResults) {
+      if (step.action !== 'StartContainer' && step.action !== 'InitContainer') continue;
+      if (step.error) reasons.set(step.target, { reason: step.error, message: step.message });
+      else reasons.delete(step.target);
+    }
+    this.waitingReasons.set(uid, reasons);
+  }
+
+  private podDir(uid: string): string {
+    return join(this.options.rootDir, 'pods', uid);
+  }
+
+  /** Go: makePodDataDirs. */
+  private async makePodDataDirs(uid: string): Promise<void> {
+    const dir = this.podDir(uid);
+    await Promise.all(['volumes', 'plugins', 'containers'].map((sub) => mkdir(join(dir, sub), { recursive: true })));
+  }
+
+  private async removePodFromRuntime(uid: string): Promise<void> {
+    const { runtimeService } = this.options;
+    const selector = { 'io.kubernetes.pod.uid': uid };
+    for (const container of await runtimeService.listContainers({ labelSelector: selector })) {
+      await runtimeService.removeContainer(container.id);
+    }
+    for (const sandbox of await runtimeService.listPodSandbox({ labelSelector: selector })) {
+      await runtimeService.stopPodSandbox(sandbox.id).catch(() => undefined);
+      await runtimeService.removePodSandbox(sandbox.id);
+    }
+  }
+}
+
+function creationTime(pod: V1Pod): number {
+  const value = pod.metadata?.creationTimestamp;
+  return value ? new Date(value).getTime() : 0;
+}
+
+export function podRef(pod: V1Pod): string {
+  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+}
+
+/** What a person sees of a status: changes of phase, readiness or container state, not timestamps. */
+function statusKey(status: V1PodStatus): string {
+  const containers = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])].map((c) => {
+    const state = c.state?.running ? 'running' : c.state?.terminated ? `terminated:${c.state.terminated.reason}:${c.state.terminated.exitCode}` : `waiting:${c.state?.waiting?.reason}`;
+    return `${c.name}=${state}/${c.ready}/${c.restartCount}`;
+  });
+  return `${status.phase}|${status.podIP ?? ''}|${containers.join(',')}`;
+}
+
