@@ -291,21 +291,30 @@ export class Kubelet implements PodSyncer {
     }
   }
 
-  /** Go: HandlePodCleanups: forget finished workers, terminate runtime pods nobody wants. */
+  /**
+   * Go: HandlePodCleanups: forget finished workers, terminate runtime pods nobody wants, and remove the
+   * dead containers and sandboxes of pods that are gone (until container GC takes this over).
+   */
   async handlePodCleanups(): Promise<void> {
     const desired = this.podManager.getPods();
     const workers = this.podWorkers.syncKnownPods(desired);
-    let running: RuntimePod[];
+    let runtimePods: RuntimePod[];
     try {
-      running = await this.options.runtime.getPods(false);
+      runtimePods = await this.options.runtime.getPods(true);
     } catch (error) {
       this.logger.error('Error listing containers', error);
       return;
     }
-    for (const runningPod of running) {
-      if (workers.has(runningPod.id)) continue;
-      this.logger.v(2).info('Clean up orphaned pod containers', { podUID: runningPod.id, pod: `${runningPod.namespace}/${runningPod.name}` });
-      this.dispatch({ updateType: 'kill', runningPod, killPodOptions: { gracePeriodOverrideSeconds: ORPHAN_GRACE_PERIOD_SECONDS } });
+    for (const runtimePod of runtimePods) {
+      if (workers.has(runtimePod.id) || this.podManager.getPodByUid(runtimePod.id)) continue;
+      const alive = runtimePod.containers.some((c) => c.state === 'running') || runtimePod.sandboxes.some((s) => s.state === 'running');
+      if (alive) {
+        this.logger.v(2).info('Clean up orphaned pod containers', { podUID: runtimePod.id, pod: `${runtimePod.namespace}/${runtimePod.name}` });
+        this.dispatch({ updateType: 'kill', runningPod: runtimePod, killPodOptions: { gracePeriodOverrideSeconds: ORPHAN_GRACE_PERIOD_SECONDS } });
+      } else {
+        this.logger.v(2).info('Removing dead containers of deleted pod', { podUID: runtimePod.id, pod: `${runtimePod.namespace}/${runtimePod.name}` });
+        await this.removePodFromRuntime(runtimePod.id).catch((error) => this.logger.error('Failed to remove pod from the runtime', error, { podUID: runtimePod.id }));
+      }
     }
     for (const uid of [...this.statuses.keys()]) {
       if (!this.podManager.getPodByUid(uid) && !workers.has(uid)) {

@@ -9,7 +9,6 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { realClock } from '@kubelet-ts/core';
 import { RecordingLogger } from '@kubelet-ts/core/testing';
 // A devDependency used by tests only; the depConstraints have no exemption for test files (yet).
-// eslint-disable-next-line @nx/enforce-module-boundaries
 import { startTestApiServer, type TestApiServer } from '@kubelet-ts/test-apiserver';
 import { ApiserverSource, PodConfig, makePodSourceConfig } from '../src/index.js';
 import { drainUpdates, makeTestManifest, summarize } from '../src/testing.js';
