@@ -90,7 +90,11 @@ export class Kubelet implements PodSyncer {
   private readonly statuses = new Map<string, V1PodStatus>();
   private readonly statusKeys = new Map<string, string>();
   private readonly mailbox = new Mailbox<LoopMessage>({ pleg: 1000 });
+  /** Pods whose data directories exist, so resyncs do not touch the filesystem again. */
+  private readonly podDirsMade = new Set<string>();
   private lastSyncLoopActivity = 0;
+  /** Messages the syncLoop has handled (config updates, PLEG events, ticks). */
+  syncLoopIterations = 0;
   private running?: Promise<void>;
 
   constructor(private readonly options: KubeletOptions) {
@@ -194,6 +198,7 @@ export class Kubelet implements PodSyncer {
         throw error;
       }
       this.lastSyncLoopActivity = this.clock.now();
+      this.syncLoopIterations++;
       try {
         await this.syncLoopIteration(message);
       } catch (error) {
@@ -336,8 +341,9 @@ export class Kubelet implements PodSyncer {
     const apiStatus = this.updateStatus(pod, podStatus);
     this.logger.v(4).info('SyncPod enter', { pod: podRef(pod), updateType });
     if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') return true;
-    await this.makePodDataDirs(uid);
-    const result = await this.options.runtime.syncPod(pod, podStatus, [], this.backoff);
+    // The runtime manager creates the directories it writes to itself, so the pod's data directories
+    // need not delay the first CRI call.
+    const [, result] = await Promise.all([this.makePodDataDirs(uid), this.options.runtime.syncPod(pod, podStatus, [], this.backoff)]);
     this.recordWaitingReasons(uid, result);
     const error = podSyncError(result);
     if (error) {
@@ -375,6 +381,7 @@ export class Kubelet implements PodSyncer {
       // The pod is gone from every source: remove what the runtime still keeps of it.
       await this.removePodFromRuntime(uid);
       await rm(this.podDir(uid), { recursive: true, force: true });
+      this.podDirsMade.delete(uid);
     }
     this.logger.v(4).info('SyncTerminatedPod exit', { pod: podRef(pod) });
   }
@@ -441,8 +448,10 @@ export class Kubelet implements PodSyncer {
 
   /** Go: makePodDataDirs. */
   private async makePodDataDirs(uid: string): Promise<void> {
+    if (this.podDirsMade.has(uid)) return;
     const dir = this.podDir(uid);
     await Promise.all(['volumes', 'plugins', 'containers'].map((sub) => mkdir(join(dir, sub), { recursive: true })));
+    this.podDirsMade.add(uid);
   }
 
   private async removePodFromRuntime(uid: string): Promise<void> {

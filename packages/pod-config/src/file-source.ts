@@ -188,7 +188,8 @@ export class FileSource {
       this.pendingFiles.clear();
       const kind = await this.pathKind();
       if (kind === 'dir') {
-        for (const name of names) await this.readFileEntry(join(this.path, name), false);
+        // As in a re-list, files are read concurrently: a burst of new manifests lands in one update sooner.
+        await mapLimit(names, this.readConcurrency, (name) => this.readFileEntry(join(this.path, name), false));
       } else if (kind === 'file') {
         await this.readFileEntry(this.path, false);
       } else {

@@ -1,0 +1,284 @@
+/**
+ * Kubelet pod start overhead and density.
+ *
+ * Overhead: N pods written as static manifests into a running kubelet's manifest directory; the time until
+ * every pod's container has started in the runtime, divided by the time of the bare CRI calls the same
+ * start makes (RunPodSandbox, PodSandboxStatus, ImageStatus, CreateContainer, StartContainer per pod, as
+ * the Go kubelet's SyncPod does, all pods at once),
+ * made directly against the same runtime in the same run. On the simulated local runtime and, when
+ * tools/containerd/start.sh has run, on containerd. Target: <= 1.1 on the simulated runtime.
+ *
+ * Density (simulated runtime): 110 and 1,000 pods: per-pod start latency p50/p99 (manifest written ->
+ * container started), "all running as reported by the kubelet", PLEG relist duration, and the kubelet's
+ * RSS and CPU at steady state. The runtime runs in its own process so the figures are the kubelet's.
+ *
+ *   tsx bench/pod-start.bench.ts [--pods N] [--containerd-pods N] [--density 110,1000]
+ */
+import 'reflect-metadata';
+import { container } from 'tsyringe';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { noopLogger, pollUntil } from '@kubelet-ts/core';
+import { RemoteImageService, RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
+import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import type { GenericPLEG } from '@kubelet-ts/pleg';
+import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet } from '../src/index.js';
+
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '110' },
+    'containerd-pods': { type: 'string', default: '20' },
+    density: { type: 'string', default: '110,1000' },
+    rounds: { type: 'string', default: '5' },
+  },
+});
+
+const IMAGE = 'localhost/kubelet-ts/busybox:1';
+const localRuntimeCli = new URL('../../../packages/local-runtime/dist/cli.js', import.meta.url).pathname;
+
+async function startSimulatedRuntime(dir: string): Promise<{ endpoint: string; process: ChildProcess }> {
+  const socket = join(dir, 'sim.sock');
+  const child = spawn(process.execPath, [localRuntimeCli, '--socket', socket, '--root-dir', join(dir, 'sim-root'), '--mode', 'simulated'], { stdio: 'ignore' });
+  await pollUntil(() => existsSync(socket), 20, 10_000);
+  return { endpoint: `unix://${socket}`, process: child };
+}
+
+function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/**
+ * Records when StartContainer returned for each pod: the same end point as the bare calls, seen from the
+ * kubelet's side, without adding load (event streams, polling) to the runtime being measured.
+ */
+class StartRecorder {
+  readonly startedAt = new Map<string, number>();
+  private waiter?: () => void;
+  constructor(private readonly expected: number) {}
+
+  wrap(service: RemoteRuntimeService): RemoteRuntimeService {
+    const containerPods = new Map<string, string>();
+    return new Proxy(service, {
+      get: (target, property, receiver) => {
+        if (property === 'createContainer') {
+          return async (sandboxId: string, config: runtimeapi.ContainerConfigInit, sandboxConfig: runtimeapi.PodSandboxConfigInit, options?: unknown) => {
+            const id = await target.createContainer(sandboxId, config, sandboxConfig, options as never);
+            containerPods.set(id, sandboxConfig.metadata?.name ?? '');
+            return id;
+          };
+        }
+        if (property === 'startContainer') {
+          return async (id: string, options?: unknown) => {
+            const t = performance.now();
+            await target.startContainer(id, options as never);
+            if (process.env.BENCH_DEBUG) { const stats = (globalThis as any).__rpc ??= new Map(); const e = stats.get('startContainer') ?? { n: 0, first: Infinity, last: 0, total: 0 }; e.n++; e.first = Math.min(e.first, t); e.last = Math.max(e.last, performance.now()); e.total += performance.now() - t; stats.set('startContainer', e); }
+            const pod = containerPods.get(id) ?? '';
+            if (!this.startedAt.has(pod)) this.startedAt.set(pod, performance.now());
+            if (this.startedAt.size >= this.expected) this.waiter?.();
+          };
+        }
+        const value = Reflect.get(target, property, receiver);
+        if (process.env.BENCH_DEBUG && typeof value === 'function') {
+          return async (...args: unknown[]) => {
+            const t = performance.now();
+            try { return await value.apply(target, args); } finally { const stats = (globalThis as any).__rpc ??= new Map(); const e = stats.get(property) ?? { n: 0, first: Infinity, last: 0, total: 0 }; e.n++; e.first = Math.min(e.first, t); e.last = Math.max(e.last, performance.now()); e.total += performance.now() - t; stats.set(property, e); }
+          };
+        }
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  }
+
+  async all(): Promise<Map<string, number>> {
+    if (this.startedAt.size < this.expected) await new Promise<void>((resolve) => (this.waiter = resolve));
+    return this.startedAt;
+  }
+}
+
+async function removeAll(runtime: RemoteRuntimeService): Promise<void> {
+  const sandboxes = await runtime.listPodSandbox();
+  await Promise.all(sandboxes.map(async (s) => {
+    await runtime.stopPodSandbox(s.id).catch(() => undefined);
+    await runtime.removePodSandbox(s.id).catch(() => undefined);
+  }));
+}
+
+/** The bare CRI calls for N pods, all at once; returns the wall time in ms. */
+async function bareStart(endpoint: string, count: number, image: string, logRoot: string, prefix: string): Promise<number> {
+  const runtime = new RemoteRuntimeService({ endpoint });
+  const images = new RemoteImageService({ endpoint });
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      const name = `${prefix}-${i}`;
+      const uid = `${prefix}-uid-${i}`;
+      const config: runtimeapi.PodSandboxConfigInit = {
+        metadata: { name, namespace: 'bench', uid, attempt: 0 },
+        hostname: name,
+        logDirectory: join(logRoot, uid),
+        labels: { 'bench.pod': name },
+        linux: { securityContext: { namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
+      };
+      const sandboxId = await runtime.runPodSandbox(config);
+      await runtime.podSandboxStatus(sandboxId);
+      await images.imageStatus({ image });
+      const containerId = await runtime.createContainer(
+        sandboxId,
+        { metadata: { name: 'app', attempt: 0 }, image: { image }, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"], logPath: 'app/0.log', labels: { 'bench.pod': name } },
+        config,
+      );
+      await runtime.startContainer(containerId);
+    }),
+  );
+  const elapsed = performance.now() - start;
+  await removeAll(runtime);
+  runtime.close();
+  images.close();
+  return elapsed;
+}
+
+interface KubeletRun {
+  allStartedMs: number;
+  perPod: number[];
+  allReportedMs: number;
+  relistMs?: number;
+  rssMiB: number;
+  cpuPercent: number;
+}
+
+/** Starts a kubelet on the runtime, writes N manifests, measures, then removes them and stops. */
+async function kubeletStart(endpoint: string, count: number, image: string, dir: string, prefix: string, steadyStateMs: number): Promise<KubeletRun> {
+  const manifests = join(dir, `${prefix}-manifests`);
+  mkdirSync(manifests, { recursive: true });
+  const config = resolveConfig(
+    parseFlags([`--pod-manifest-path=${manifests}`, `--root-dir=${join(dir, `${prefix}-root`)}`, `--pod-logs-dir=${join(dir, `${prefix}-logs`)}`, `--container-runtime-endpoint=${endpoint}`, '--hostname-override=bench', '--healthz-port=0']),
+  );
+  const c = container.createChildContainer();
+  registerKubeletDeps(c, config);
+  if (process.env.BENCH_DEBUG) {
+    const t0 = performance.now();
+    const log = (level: string) => (msg: string, ...rest: unknown[]) => { if (/SyncLoop|Adding|relist/i.test(msg)) console.log(`${(performance.now() - ((globalThis as any).__start ?? t0)).toFixed(0)}ms ${level} ${msg} ${JSON.stringify(rest.at(-1))?.slice(0, 120)}`); };
+    const logger: any = { info: log('I'), warn: log('W'), error: log('E'), v: () => ({ enabled: true, info: log('V') }), with: () => logger };
+    c.register(Tokens.Logger, { useValue: logger });
+  } else c.register(Tokens.Logger, { useValue: noopLogger });
+  const recorder = new StartRecorder(count);
+  c.register(Tokens.RuntimeService, { useValue: recorder.wrap(new RemoteRuntimeService({ endpoint, timeoutMs: config.runtimeRequestTimeoutMs })) });
+  const controller = new AbortController();
+  const running = await startKubelet(c, controller.signal);
+  const runtime = new RemoteRuntimeService({ endpoint });
+  // Measure pod starts, not kubelet start-up: wait until the sync loop runs (past its start-up backoff).
+  await pollUntil(() => running.kubelet.runtimeState.runtimeErrors().length === 0 && running.kubelet.syncLoopIterations > 0, 20, 30_000);
+
+  const writtenAt = new Map<string, number>();
+  const start = performance.now();
+  const cpuAtStart = process.cpuUsage();
+  if (process.env.BENCH_DEBUG) { console.log('writing manifests'); (globalThis as any).__start = start; (globalThis as any).__rpc = new Map(); }
+  for (let i = 0; i < count; i++) {
+    const name = `${prefix}-${i}`;
+    writtenAt.set(`${name}-bench`, performance.now());
+    writeFileSync(
+      join(manifests, `${name}.json`),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"] }] },
+      }),
+    );
+  }
+  if (process.env.BENCH_DEBUG) console.log('manifests written after', (performance.now() - start).toFixed(0), 'ms');
+  const startedAt = await recorder.all();
+  const startCpu = process.cpuUsage(cpuAtStart);
+  if (process.env.BENCH_DEBUG) console.log('kubelet CPU during start', ((startCpu.user + startCpu.system) / 1000).toFixed(0), 'ms');
+  if (process.env.BENCH_DEBUG) { for (const [k, e] of (globalThis as any).__rpc ?? []) console.log(k, e.n, 'first', (e.first - start).toFixed(0), 'last', (e.last - start).toFixed(0), 'avg', (e.total / e.n).toFixed(1)); (globalThis as any).__rpc = new Map(); }
+  const allStartedMs = Math.max(...startedAt.values()) - start;
+  if (process.env.BENCH_DEBUG) console.log('write start', start.toFixed(0), 'first started', Math.min(...startedAt.values()).toFixed(0), 'last', Math.max(...startedAt.values()).toFixed(0));
+  const perPod = [...startedAt.entries()].map(([pod, at]) => at - writtenAt.get(`${pod}`)!);
+  await pollUntil(() => running.kubelet.podStatuses().filter((p) => p.status?.phase === 'Running').length === count, 10, 300_000);
+  const allReportedMs = performance.now() - start;
+
+  // Steady state: everything running, nothing changing.
+  const cpuBefore = process.cpuUsage();
+  if (steadyStateMs === 0) {
+    controller.abort();
+    await running.done;
+    await removeAll(runtime);
+    runtime.close();
+    rmSync(manifests, { recursive: true, force: true });
+    return { allStartedMs, perPod, allReportedMs, rssMiB: 0, cpuPercent: 0 };
+  }
+  const wallBefore = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, steadyStateMs));
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuPercent = ((cpu.user + cpu.system) / 1000 / (performance.now() - wallBefore)) * 100;
+  const rssMiB = process.memoryUsage().rss / 1024 / 1024;
+  const pleg = c.resolve<GenericPLEG>(Tokens.PLEG);
+  const relists = pleg.relistDurations?.() ?? [];
+  const relistMs = relists.length ? percentile(relists.slice(-5), 50) : undefined;
+
+  controller.abort();
+  await running.done;
+  await removeAll(runtime);
+  runtime.close();
+  rmSync(manifests, { recursive: true, force: true });
+  return { allStartedMs, perPod, allReportedMs, relistMs, rssMiB, cpuPercent };
+}
+
+const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+const dir = mkdtempSync(join(tmpdir(), 'kubelet-bench-'));
+const pods = Number(values.pods);
+const rounds = Number(values.rounds);
+const sim = await startSimulatedRuntime(dir);
+try {
+  console.log('Pod start overhead: kubelet (manifest written -> containers started) / bare CRI calls it makes for the same pods, same run');
+  // One warm-up round each, then alternating rounds; medians damp the noise of a shared 2-core machine.
+  await bareStart(sim.endpoint, pods, IMAGE, join(dir, 'bare-logs'), 'warm');
+  await kubeletStart(sim.endpoint, pods, IMAGE, dir, 'warm', 0);
+  const bareRuns: number[] = [];
+  const kubeletRuns: KubeletRun[] = [];
+  for (let round = 0; round < rounds; round++) {
+    bareRuns.push(await bareStart(sim.endpoint, pods, IMAGE, join(dir, 'bare-logs'), `bare${round}`));
+    kubeletRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `ovh${round}`, 0));
+  }
+  const kubeletMs = percentile(kubeletRuns.map((r) => r.allStartedMs), 50);
+  const bareMs = percentile(bareRuns, 50);
+  console.log(`  simulated runtime, ${pods} pods, median of ${rounds}: kubelet ${fmt(kubeletMs)}  bare CRI ${fmt(bareMs)}  ratio ${(kubeletMs / bareMs).toFixed(2)} (target <= 1.1)`);
+  console.log(`    status reported Running by the kubelet for all pods after ${fmt(percentile(kubeletRuns.map((r) => r.allReportedMs), 50))} (includes the 1 s PLEG relist period)`);
+
+  console.log('Density on the simulated runtime (runtime in its own process):');
+  for (const count of values.density.split(',').map(Number)) {
+    const run = await kubeletStart(sim.endpoint, count, IMAGE, dir, `d${count}`, 10_000);
+    console.log(
+      `  ${String(count).padStart(5)} pods: start p50 ${fmt(percentile(run.perPod, 50))} p99 ${fmt(percentile(run.perPod, 99))}, all started ${fmt(run.allStartedMs)}, all reported Running ${fmt(run.allReportedMs)}, ` +
+        `PLEG relist ${run.relistMs === undefined ? 'n/a' : fmt(run.relistMs)}, kubelet RSS ${run.rssMiB.toFixed(0)} MiB, steady-state CPU ${run.cpuPercent.toFixed(1)}% of one core`,
+    );
+  }
+} finally {
+  sim.process.kill('SIGTERM');
+}
+
+let containerd;
+try {
+  containerd = readContainerdEnv();
+} catch (error) {
+  console.log(`containerd: not measured (${(error as Error).message})`);
+}
+if (containerd && Number(values['containerd-pods']) > 0) {
+  const count = Number(values['containerd-pods']);
+  const scratch = mkdtempSync(join(containerd.root, 'bench-'));
+  const bare: number[] = [];
+  const kubelet: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    bare.push(await bareStart(containerd.endpoint, count, containerd.busyboxImage, join(scratch, 'bare-logs'), `bare${round}`));
+    kubelet.push((await kubeletStart(containerd.endpoint, count, containerd.busyboxImage, scratch, `ctd${round}`, 0)).allStartedMs);
+  }
+  const k = percentile(kubelet, 50);
+  const b = percentile(bare, 50);
+  console.log(`  containerd, ${count} pods (bridge CNI), median of 3: kubelet ${fmt(k)}  bare CRI ${fmt(b)}  ratio ${(k / b).toFixed(2)}`);
+  rmSync(scratch, { recursive: true, force: true });
+}
+rmSync(dir, { recursive: true, force: true });
