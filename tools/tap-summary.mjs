@@ -2,7 +2,8 @@
 // one closing line, so the number of tests run is visible at the end of the whole run.
 import { readFileSync } from 'node:fs';
 
-const text = readFileSync(process.argv[2], 'utf8');
+// eslint-disable-next-line no-control-regex
+const text = readFileSync(process.argv[2], 'utf8').replace(/\x1b\[[0-9;]*[A-Za-z]/g, '').replace(/\r/g, '');
 const totals = { total: 0, pass: 0, fail: 0, skip: 0, todo: 0 };
 let runs = 0;
 for (const match of text.matchAll(/^# \{ (total: \d+[^}]*)\}\s*$/gm)) {

@@ -2,7 +2,7 @@ import t from 'tap';
 import { HealthzServer } from '../src/index.js';
 
 t.test('healthz answers ok, lists checks when verbose, and fails with the failed check', async (t) => {
-  let syncloop: Error | undefined;
+  let syncloop: Error | undefined = undefined;
   const server = new HealthzServer(
     [
       { name: 'ping', check: () => undefined },
