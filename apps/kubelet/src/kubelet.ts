@@ -406,7 +406,8 @@ export class Kubelet implements PodSyncer {
     }
   }
 
-  private updateStatus(pod: V1Pod, podStatus: PodStatus): V1PodStatus {
+  /** Computes and records the pod's API status from a runtime status (the status manager's job, for now). */
+  updateStatus(pod: V1Pod, podStatus: PodStatus): V1PodStatus {
     const uid = pod.metadata!.uid!;
     const previous = this.statuses.get(uid);
     const status = generateAPIPodStatus({ pod, status: podStatus, waitingReasons: this.waitingReasons.get(uid), now: this.clock.now() });

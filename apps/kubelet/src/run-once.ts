@@ -39,6 +39,7 @@ async function runPod(deps: RunOnceDeps, pod: V1Pod, signal: AbortSignal): Promi
   for (let retry = 0; ; retry++) {
     const { running, status } = await isPodRunning(deps.runtime, pod);
     if (running) {
+      deps.kubelet.updateStatus(pod, status);
       deps.logger.info("Pod's containers running", { pod: podRef(pod) });
       return { pod, terminal: false };
     }
@@ -49,7 +50,10 @@ async function runPod(deps: RunOnceDeps, pod: V1Pod, signal: AbortSignal): Promi
     } catch (error) {
       return { pod, terminal: false, error: new Error(`error syncing pod ${JSON.stringify(podRef(pod))}: ${(error as Error).message}`) };
     }
-    if (terminal) return { pod, terminal: true };
+    if (terminal) {
+      deps.kubelet.updateStatus(pod, await deps.runtime.getPodStatus(pod.metadata!.uid!, pod.metadata!.name!, pod.metadata!.namespace!));
+      return { pod, terminal: true };
+    }
     if (retry >= RUN_ONCE_MAX_RETRIES) {
       return { pod, terminal: false, error: new Error(`timeout error: pod ${JSON.stringify(podRef(pod))} containers not running after ${RUN_ONCE_MAX_RETRIES} retries`) };
     }
