@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseDuration } from '@kubelet-ts/core';
-import { LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
+import { KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
 
 /** The kubelet's resolved configuration: the config file, then flags over it, then defaults. */
 export interface KubeletConfig {
@@ -26,6 +26,7 @@ export interface KubeletConfig {
   maxPods: number;
   verbosity: number;
   loggingFormat: 'text' | 'json';
+  featureGates: Record<string, boolean>;
 }
 
 export class ConfigError extends Error {
@@ -52,6 +53,7 @@ interface KubeletConfigurationFile {
   podLogsDir?: string;
   maxPods?: number;
   logging?: { format?: string; verbosity?: number };
+  featureGates?: Record<string, boolean>;
 }
 
 /** Reads and checks a KubeletConfiguration file; errors name the file and the field. */
@@ -145,7 +147,12 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     maxPods: file.maxPods ?? 110,
     verbosity: flags.verbosity ?? file.logging?.verbosity ?? 0,
     loggingFormat: format,
+    featureGates: { ...KNOWN_FEATURE_GATES, ...file.featureGates, ...flags.featureGates },
   };
+  for (const [gate, value] of Object.entries(config.featureGates)) {
+    if (!(gate in KNOWN_FEATURE_GATES)) throw new ConfigError(`featureGates: unrecognized feature gate: ${gate}`);
+    if (typeof value !== 'boolean') throw new ConfigError(`featureGates: ${gate}: must be true or false`);
+  }
   if (config.syncFrequencyMs <= 0) throw new ConfigError('syncFrequency: must be greater than zero');
   return config;
 }

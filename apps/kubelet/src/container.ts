@@ -3,7 +3,7 @@ import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
 import { PodCache, createLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { RemoteImageService, RemoteRuntimeService, type ImageService, type RuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
-import { GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
+import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
 import { PodWorkers, type PodSyncer } from '@kubelet-ts/pod-workers';
 import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-config';
 import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
@@ -77,7 +77,13 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
   );
   c.register<PodLifecycleEventGenerator>(
     Tokens.PLEG,
-    singleton((c) => new GenericPLEG({ runtime: c.resolve(Tokens.ContainerRuntime), cache: c.resolve(Tokens.PodCache), clock: c.resolve(Tokens.Clock), logger: c.resolve(Tokens.Logger) })),
+    singleton((c) => {
+      const deps = { runtime: c.resolve<GenericRuntimeManager>(Tokens.ContainerRuntime), cache: c.resolve<PodCache>(Tokens.PodCache), clock: c.resolve<Clock>(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger) };
+      const generic = new GenericPLEG(deps);
+      // Go: the EventedPLEG feature gate; the generic PLEG stays as its fallback and slow relist.
+      if (!config.featureGates.EventedPLEG) return generic;
+      return new EventedPLEG({ ...deps, runtimeService: c.resolve(Tokens.RuntimeService), genericPleg: generic });
+    }),
   );
   c.register<PodSourceConfig>(
     Tokens.PodSourceConfig,

@@ -23,11 +23,12 @@ export interface KubeletFlags {
   podLogsDir?: string;
   verbosity?: number;
   loggingFormat?: 'text' | 'json';
+  featureGates?: Record<string, boolean>;
   help?: boolean;
   version?: boolean;
 }
 
-type FlagKind = 'string' | 'strings' | 'bool' | 'duration' | 'int' | 'port';
+type FlagKind = 'string' | 'strings' | 'bool' | 'duration' | 'int' | 'port' | 'gates';
 
 interface FlagSpec {
   key: keyof KubeletFlags;
@@ -37,6 +38,11 @@ interface FlagSpec {
 }
 
 export const LOCAL_RUNTIME_ENDPOINT = 'local';
+
+/** The feature gates kubelet-ts knows, with their defaults (as in the Go kubelet). */
+export const KNOWN_FEATURE_GATES: Record<string, boolean> = {
+  EventedPLEG: false,
+};
 
 const specs: Record<string, FlagSpec> = {
   config: { key: 'config', kind: 'string', usage: 'The kubelet will load its initial configuration from this file (a KubeletConfiguration, YAML or JSON). Command-line flags override it.' },
@@ -56,6 +62,7 @@ const specs: Record<string, FlagSpec> = {
   'healthz-bind-address': { key: 'healthzBindAddress', kind: 'string', usage: 'The IP address for the healthz server to serve on.', defaultText: '127.0.0.1' },
   'pod-logs-dir': { key: 'podLogsDir', kind: 'string', usage: 'Directory for container logs (KubeletConfiguration podLogsDir).', defaultText: '/var/log/pods' },
   v: { key: 'verbosity', kind: 'int', usage: 'Number for the log level verbosity.', defaultText: '0' },
+  'feature-gates': { key: 'featureGates', kind: 'gates', usage: `A set of key=value pairs that describe feature gates for alpha/experimental features. Known: ${Object.keys(KNOWN_FEATURE_GATES).join(', ')}.` },
   'logging-format': { key: 'loggingFormat', kind: 'string', usage: 'Log format: text or json.', defaultText: 'text' },
   help: { key: 'help', kind: 'bool', usage: 'Help for kubelet.' },
   version: { key: 'version', kind: 'bool', usage: 'Print version information and quit.' },
@@ -83,6 +90,17 @@ function convert(name: string, spec: FlagSpec, raw: string): unknown {
       } catch (error) {
         throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: ${(error as Error).message}`);
       }
+    case 'gates': {
+      const gates: Record<string, boolean> = {};
+      for (const pair of raw.split(',').filter((p) => p.trim() !== '')) {
+        const [key, value, ...rest] = pair.split('=').map((part) => part.trim());
+        if (rest.length > 0 || value === undefined) throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: missing bool value for ${key}`);
+        if (!(key in KNOWN_FEATURE_GATES)) throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: unrecognized feature gate: ${key}`);
+        if (value !== 'true' && value !== 'false') throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: invalid value of ${key}=${value}, err: strconv.ParseBool: parsing ${JSON.stringify(value)}: invalid syntax`);
+        gates[key] = value === 'true';
+      }
+      return gates;
+    }
     case 'int':
     case 'port': {
       if (!/^-?\d+$/.test(raw)) throw new FlagError(`invalid argument ${JSON.stringify(raw)} for "--${name}" flag: strconv.ParseInt: parsing ${JSON.stringify(raw)}: invalid syntax`);
@@ -114,7 +132,9 @@ export function parseFlags(argv: string[]): KubeletFlags {
       raw = argv[++i];
     }
     const value = convert(name, spec, raw);
-    if (spec.kind === 'strings') {
+    if (spec.kind === 'gates') {
+      flags.featureGates = { ...flags.featureGates, ...(value as Record<string, boolean>) };
+    } else if (spec.kind === 'strings') {
       (flags as Record<string, unknown>)[spec.key] = [...((flags[spec.key] as string[] | undefined) ?? []), ...(value as string[])];
     } else {
       (flags as Record<string, unknown>)[spec.key] = value;
@@ -129,7 +149,7 @@ export function parseFlags(argv: string[]): KubeletFlags {
 export function usage(): string {
   const lines = ['Usage:', '  kubelet [flags]', '', 'Flags:'];
   for (const [name, spec] of Object.entries(specs)) {
-    const type = spec.kind === 'bool' ? '' : ` ${spec.kind === 'strings' ? 'strings' : spec.kind === 'port' ? 'int32' : spec.kind}`;
+    const type = spec.kind === 'bool' ? '' : ` ${spec.kind === 'strings' ? 'strings' : spec.kind === 'port' ? 'int32' : spec.kind === 'gates' ? 'mapStringBool' : spec.kind}`;
     const def = spec.defaultText ? ` (default ${JSON.stringify(spec.defaultText)})` : '';
     lines.push(`      --${name}${type}`.padEnd(44) + spec.usage + def);
   }

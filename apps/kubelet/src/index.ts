@@ -2,7 +2,7 @@ export { Kubelet, type KubeletOptions, type KubeletRuntime, type PodSource } fro
 export { Tokens, registerKubeletDeps, runtimeEndpoint } from './container.js';
 export { startKubelet, describePodStatus, type RunningKubelet } from './app.js';
 export { resolveConfig, loadConfigFile, parseManifestUrlHeaders, resolveNodeName, localRuntimePaths, ConfigError, KUBELET_CONFIG_API_VERSION, type KubeletConfig } from './config.js';
-export { parseFlags, usage, FlagError, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
+export { parseFlags, usage, FlagError, LOCAL_RUNTIME_ENDPOINT, KNOWN_FEATURE_GATES, type KubeletFlags } from './flags.js';
 export { generateAPIPodStatus, podPhase, type WaitingReason, type PodStatusInputs } from './pod-status.js';
 export { runOnce, type RunPodResult } from './run-once.js';
 export { HealthzServer, type HealthzCheck } from './healthz.js';

@@ -96,3 +96,11 @@ t.test('manifest URL headers need exactly one separator', async (t) => {
   t.throws(() => parseManifestUrlHeaders(['a:b:c']), /manifest-url-header must have a single ':' key-value separator, got "a:b:c"/);
   t.throws(() => parseManifestUrlHeaders(['novalue']), /single ':'/);
 });
+
+t.test('feature gates as in the Go kubelet', async (t) => {
+  t.same(parseFlags(['--feature-gates=EventedPLEG=true']).featureGates, { EventedPLEG: true });
+  t.equal(resolveConfig(parseFlags(['--feature-gates', 'EventedPLEG=true'])).featureGates.EventedPLEG, true);
+  t.equal(resolveConfig({}).featureGates.EventedPLEG, false, 'off by default');
+  t.throws(() => parseFlags(['--feature-gates=NoSuchGate=true']), /unrecognized feature gate: NoSuchGate/);
+  t.throws(() => parseFlags(['--feature-gates=EventedPLEG=yes']), /invalid value of EventedPLEG=yes/);
+});
