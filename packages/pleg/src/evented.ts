@@ -8,10 +8,10 @@ import {
   type Logger,
   type PodCache,
   type PodLifecycleEvent,
+  type PodStatus,
   type RuntimePod,
 } from '@kubelet-ts/core';
 import type { RuntimeService, runtimeapi } from '@kubelet-ts/cri-client';
-import { podStatusFromEvent } from './cri-convert.js';
 import { preservePodIPs, type GenericPLEG, type RelistDuration } from './generic.js';
 import {
   EVENTED_PLEG_MAX_STREAM_RETRIES,
@@ -27,8 +27,14 @@ import {
 export interface EventedPLEGOptions {
   /** Only getContainerEvents is used. */
   runtimeService: Pick<RuntimeService, 'getContainerEvents'>;
-  /** Names the runtime in container ids (runtime.type()), unless runtimeName is given. */
-  runtime: Pick<ContainerRuntime, 'type'>;
+  /**
+   * Turns each CRI container event into the pod status the cache stores (Go: EventedPLEG calls
+   * runtime.GeneratePodStatus(event)), so events and relists map CRI statuses the same way
+   * (container names from labels, hash/restart count from annotations, termination messages, the
+   * runtime name in container ids). `GenericRuntimeManager` from @kubelet-ts/runtime-manager fits.
+   * A rejected promise skips the event (logged); the next relist covers the pod.
+   */
+  runtime: EventedPLEGRuntime;
   cache: PodCache;
   /**
    * The generic PLEG to relist with; its channel is shared and its configured period/threshold are
@@ -52,9 +58,13 @@ export interface EventedPLEGOptions {
   retryPeriodMs?: number;
   /** How often the cache's global timestamp moves while events flow. Default 2 s (Go globalCacheUpdatePeriod). */
   globalCacheUpdatePeriodMs?: number;
-  /** The runtime name for container ids; default runtime.type(). */
-  runtimeName?: string;
 }
+
+/** What the evented PLEG needs of the runtime: `GenericRuntimeManager` from @kubelet-ts/runtime-manager fits. */
+export type EventedPLEGRuntime = Pick<ContainerRuntime, 'type'> & {
+  /** The pod status a CRI container event carries (Go: kubeGenericRuntimeManager.GeneratePodStatus). */
+  generatePodStatus(event: runtimeapi.ContainerEventResponse): Promise<PodStatus>;
+};
 
 /** 'evented': events flow, the generic PLEG relists rarely. 'fallback': the generic PLEG relists at its normal period. */
 export type EventedPLEGMode = 'stopped' | 'evented' | 'fallback';
@@ -75,7 +85,7 @@ export type EventedPLEGMode = 'stopped' | 'evented' | 'fallback';
  */
 export class EventedPLEG implements PodLifecycleEventGenerator {
   private readonly runtimeService: Pick<RuntimeService, 'getContainerEvents'>;
-  private readonly runtimeName: string;
+  private readonly runtime: EventedPLEGRuntime;
   private readonly cache: PodCache;
   private readonly generic: GenericPLEG;
   private readonly clock: Clock;
@@ -95,7 +105,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
 
   constructor(opts: EventedPLEGOptions) {
     this.runtimeService = opts.runtimeService;
-    this.runtimeName = opts.runtimeName ?? opts.runtime.type();
+    this.runtime = opts.runtime;
     this.cache = opts.cache;
     this.generic = opts.genericPleg;
     this.clock = opts.clock ?? realClock;
@@ -225,7 +235,8 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
             this.enterEventedMode();
           }
           attempts = 0;
-          this.processEvent(event);
+          // One at a time, in arrival order: a later event must not overtake an earlier one.
+          await this.processEvent(event);
         }
         if (signal.aborted) return;
         failure = new Error('the container event stream ended');
@@ -265,10 +276,11 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   }
 
   /** Go processCRIEvents + processCRIEvent for one event. */
-  private processEvent(event: runtimeapi.ContainerEventResponse): void {
+  private async processEvent(event: runtimeapi.ContainerEventResponse): Promise<void> {
     this.counters.eventsReceived++;
-    const status = podStatusFromEvent(event, this.runtimeName);
-    if (!status) {
+    // Checked before the runtime is asked, as Go does: without the sandbox's metadata there is no pod to update.
+    const uid = event.podSandboxStatus?.metadata?.uid;
+    if (uid === undefined) {
       // The sandbox is gone already; its own deletion event or a relist covers the pod.
       this.logger.error('Evented PLEG: received ContainerEventResponse with nil PodSandboxStatus or PodSandboxStatus.Metadata', undefined, {
         containerId: event.containerId,
@@ -276,7 +288,18 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
       });
       return;
     }
-    const uid = status.id;
+    let status: PodStatus;
+    try {
+      status = await this.runtime.generatePodStatus(event);
+    } catch (err) {
+      // Go caches the error with the status; here the event is skipped and a relist covers the pod.
+      this.logger.error('Evented PLEG: error generating pod status from the received event', err, {
+        podUID: uid,
+        containerId: event.containerId,
+        type: event.containerEventType,
+      });
+      return;
+    }
     status.ips = preservePodIPs(this.cache, uid, status);
     const timestamp = status.timestamp;
     this.lastLatencyMs = this.clock.now() - timestamp;

@@ -13,15 +13,4 @@ export {
   type ContainerStateList,
   type RelistDuration,
 } from './generic.js';
-export { EventedPLEG, type EventedPLEGOptions, type EventedPLEGMode } from './evented.js';
-export {
-  podStatusFromEvent,
-  toContainerStatus,
-  toContainerState,
-  toSandboxStatus,
-  sandboxIPs,
-  nanosToMs,
-  KubernetesContainerNameLabel,
-  ContainerHashAnnotation,
-  ContainerRestartCountAnnotation,
-} from './cri-convert.js';
+export { EventedPLEG, type EventedPLEGOptions, type EventedPLEGMode, type EventedPLEGRuntime } from './evented.js';

@@ -2,20 +2,33 @@ import t from 'tap';
 import { PodCache, type PodLifecycleEvent } from '@kubelet-ts/core';
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { UnimplementedError, type runtimeapi } from '@kubelet-ts/cri-client';
-import { FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
+import { FakeImageService, FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
+import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
 import { EventedPLEG, GenericPLEG } from '../src/index.js';
 import { drain, FakeContainerRuntime } from './helpers.js';
+
+/**
+ * The runtime manager the kubelet gives the evented PLEG, over the fake CRI runtime: events are
+ * mapped by the same code as GetPodStatus. The fake runtime reports the name `runtimeName`, so
+ * container ids match those of the generic PLEG's FakeContainerRuntime ('fake').
+ */
+function runtimeManager(clock: FakeClock, logger: RecordingLogger, runtimeService: FakeRuntimeService, runtimeName = 'fake'): GenericRuntimeManager {
+  runtimeService.versionResponse = { ...runtimeService.versionResponse, runtimeName };
+  return new GenericRuntimeManager({ runtimeService, imageService: new FakeImageService(clock), clock, logger });
+}
 
 function setup(opts: { retryPeriodMs?: number; channelCapacity?: number } = {}) {
   const clock = new FakeClock();
   const logger = new RecordingLogger();
   const runtimeService = new FakeRuntimeService(clock);
+  // The generic PLEG relists a FakeContainerRuntime (tests count its getPods calls and script its pods).
   const runtime = new FakeContainerRuntime();
   runtime.now = () => clock.now();
   const cache = new PodCache({ clock });
   const generic = new GenericPLEG({ runtime, cache, clock, logger, channelCapacity: opts.channelCapacity });
-  const pleg = new EventedPLEG({ runtimeService, runtime, cache, genericPleg: generic, clock, logger, retryPeriodMs: opts.retryPeriodMs });
-  return { clock, logger, runtimeService, runtime, cache, generic, pleg };
+  const manager = runtimeManager(clock, logger, runtimeService);
+  const pleg = new EventedPLEG({ runtimeService, runtime: manager, cache, genericPleg: generic, clock, logger, retryPeriodMs: opts.retryPeriodMs });
+  return { clock, logger, runtimeService, runtime, manager, cache, generic, pleg };
 }
 
 const sandboxConfig = { metadata: { name: 'web', namespace: 'default', uid: 'uid-1', attempt: 0 } };
@@ -62,7 +75,9 @@ t.test('events become cache entries and lifecycle events', async (t) => {
     restartCount: 2,
     image: 'busybox:latest',
   });
-  t.equal(cache.getEntry('uid-1')?.modified, clock.now(), 'stored at the event timestamp');
+  const modified = cache.getEntry('uid-1')?.modified ?? NaN;
+  t.equal(modified, clock.now(), 'stored at the event timestamp');
+  t.equal(modified, cache.get('uid-1').status.timestamp, 'the cache entry is as new as the status');
 
   clock.step(10);
   await runtimeService.startContainer(containerId);
@@ -195,7 +210,9 @@ t.test('stale events, sandbox deletion and events without a sandbox', async (t) 
   const runtime = new FakeContainerRuntime();
   const cache = new PodCache({ clock });
   const generic = new GenericPLEG({ runtime, cache, clock, logger });
-  const pleg = new EventedPLEG({ runtimeService, runtime, cache, genericPleg: generic, clock, logger, runtimeName: 'containerd' });
+  // Container ids carry the name the runtime reports in Version.
+  const manager = runtimeManager(clock, logger, new FakeRuntimeService(clock), 'containerd');
+  const pleg = new EventedPLEG({ runtimeService, runtime: manager, cache, genericPleg: generic, clock, logger });
   pleg.start();
   await clock.flush();
   const stream = runtimeService.streams[0];
@@ -322,4 +339,60 @@ t.test('relist and updateCache delegate to the generic PLEG', async (t) => {
   controller.abort();
   for await (const _ of pleg.watch({ signal: controller.signal })) count++;
   t.equal(count, 0);
+});
+
+t.test('the runtime generates each status; failures are logged and skipped, events stay in order', async (t) => {
+  const clock = new FakeClock();
+  const logger = new RecordingLogger();
+  const runtimeService = new ScriptedRuntimeService();
+  const cache = new PodCache({ clock });
+  const generic = new GenericPLEG({ runtime: new FakeContainerRuntime(), cache, clock, logger });
+  const real = runtimeManager(clock, logger, new FakeRuntimeService(clock), 'containerd');
+  const calls: string[] = [];
+  let gate: Promise<void> | undefined;
+  const runtime = {
+    type: () => 'containerd',
+    async generatePodStatus(event: runtimeapi.ContainerEventResponse) {
+      calls.push(event.containerEventType);
+      if (gate) await gate;
+      if (event.containerEventType === 'CONTAINER_CREATED_EVENT') throw new Error('runtime went away');
+      return real.generatePodStatus(event);
+    },
+  };
+  const pleg = new EventedPLEG({ runtimeService, runtime, cache, genericPleg: generic, clock, logger });
+  pleg.start();
+  await clock.flush();
+  const stream = runtimeService.streams[0];
+  const now = clock.now();
+
+  stream.push(sandboxEvent('CONTAINER_CREATED_EVENT', 'c1', now, [{ state: 'CONTAINER_CREATED' }]));
+  await clock.flush();
+  t.equal(cache.getEntry('uid-1'), undefined, 'no status, nothing cached');
+  t.ok(logger.find(/error generating pod status from the received event/), 'the failure is logged');
+
+  // The first status is slow; the second event waits for it instead of overtaking it.
+  let open!: () => void;
+  gate = new Promise<void>((resolve) => (open = resolve));
+  stream.push(sandboxEvent('CONTAINER_STARTED_EVENT', 'c1', now + 1, [{}]));
+  stream.push(sandboxEvent('CONTAINER_STOPPED_EVENT', 'c1', now + 2, [{ state: 'CONTAINER_EXITED', exitCode: 1 }]));
+  await clock.flush();
+  t.same(calls, ['CONTAINER_CREATED_EVENT', 'CONTAINER_STARTED_EVENT'], 'one event at a time');
+  gate = undefined;
+  open();
+  await clock.flush();
+  t.same(calls, ['CONTAINER_CREATED_EVENT', 'CONTAINER_STARTED_EVENT', 'CONTAINER_STOPPED_EVENT']);
+  t.same(drain(generic.eventChannel), [ev('ContainerStarted', 'c1'), ev('ContainerDied', 'c1')], 'in arrival order, after a failed one');
+  t.match(cache.get('uid-1').status.containerStatuses[0], { id: { type: 'containerd', id: 'c1' }, state: 'exited', exitCode: 1 });
+  t.equal(pleg.stats.eventsReceived, 3);
+
+  // Without sandbox metadata the runtime is not asked (Go checks before GeneratePodStatus).
+  const noMetadata = sandboxEvent('CONTAINER_STOPPED_EVENT', 'c1', now + 3);
+  noMetadata.podSandboxStatus = { ...noMetadata.podSandboxStatus!, metadata: null };
+  stream.push(noMetadata);
+  await clock.flush();
+  t.equal(calls.length, 3);
+  t.ok(logger.find(/nil PodSandboxStatus or PodSandboxStatus.Metadata/));
+  t.equal(pleg.mode, 'evented', 'the stream goes on');
+  await pleg.stop();
+  t.equal(clock.pendingTimers(), 0);
 });

@@ -135,7 +135,7 @@ export function formatGoDuration(ms: number): string {
 /** CRI timestamps are nanoseconds; the core model uses milliseconds. */
 export function nanosToMillis(nanos: number | undefined | null): number {
   if (!nanos) return 0;
-  return Math.floor(Number(nanos) / 1_000_000);
+  return Math.round(Number(nanos) / 1_000_000);
 }
 
 const binarySuffixes: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
