@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseDuration } from '@kubelet-ts/core';
+import { validateImageGCPolicy } from '@kubelet-ts/image-gc';
 import { KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
 
 /** The kubelet's resolved configuration: the config file, then flags over it, then defaults. */
@@ -27,6 +28,9 @@ export interface KubeletConfig {
   verbosity: number;
   loggingFormat: 'text' | 'json';
   featureGates: Record<string, boolean>;
+  imageGC: { highThresholdPercent: number; lowThresholdPercent: number; minAgeMs: number; maxAgeMs: number };
+  containerGC: { minAgeMs: number; maxPerPodContainer: number; maxContainers: number };
+  podInfraContainerImage: string;
 }
 
 export class ConfigError extends Error {
@@ -36,7 +40,7 @@ export class ConfigError extends Error {
 export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 
 /** The KubeletConfiguration fields kubelet-ts reads, with their Go defaults. */
-const durationFields = ['syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'runtimeRequestTimeout'] as const;
+const durationFields = ['syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'runtimeRequestTimeout', 'imageMinimumGCAge', 'imageMaximumGCAge'] as const;
 
 interface KubeletConfigurationFile {
   staticPodPath?: string;
@@ -54,6 +58,10 @@ interface KubeletConfigurationFile {
   maxPods?: number;
   logging?: { format?: string; verbosity?: number };
   featureGates?: Record<string, boolean>;
+  imageGCHighThresholdPercent?: number;
+  imageGCLowThresholdPercent?: number;
+  imageMinimumGCAge?: number;
+  imageMaximumGCAge?: number;
 }
 
 /** Reads and checks a KubeletConfiguration file; errors name the file and the field. */
@@ -86,7 +94,7 @@ export function loadConfigFile(path: string): KubeletConfigurationFile {
       throw new ConfigError(`kubelet config file ${path}: ${field}: ${(error as Error).message}`);
     }
   }
-  for (const field of ['healthzPort', 'maxPods'] as const) {
+  for (const field of ['healthzPort', 'maxPods', 'imageGCHighThresholdPercent', 'imageGCLowThresholdPercent'] as const) {
     if (object[field] !== undefined && (!Number.isInteger(object[field]) || (object[field] as number) < 0)) {
       throw new ConfigError(`kubelet config file ${path}: ${field}: must be a non-negative integer`);
     }
@@ -148,7 +156,25 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     verbosity: flags.verbosity ?? file.logging?.verbosity ?? 0,
     loggingFormat: format,
     featureGates: { ...KNOWN_FEATURE_GATES, ...file.featureGates, ...flags.featureGates },
+    imageGC: {
+      highThresholdPercent: flags.imageGcHighThreshold ?? file.imageGCHighThresholdPercent ?? 85,
+      lowThresholdPercent: flags.imageGcLowThreshold ?? file.imageGCLowThresholdPercent ?? 80,
+      minAgeMs: flags.minimumImageTtlDurationMs ?? file.imageMinimumGCAge ?? 120_000,
+      maxAgeMs: file.imageMaximumGCAge ?? 0,
+    },
+    // Go keeps these as (deprecated) flags only, with no KubeletConfiguration fields.
+    containerGC: {
+      minAgeMs: flags.minimumContainerTtlDurationMs ?? 0,
+      maxPerPodContainer: flags.maximumDeadContainersPerContainer ?? 1,
+      maxContainers: flags.maximumDeadContainers ?? -1,
+    },
+    podInfraContainerImage: flags.podInfraContainerImage ?? 'registry.k8s.io/pause:3.10',
   };
+  try {
+    validateImageGCPolicy(config.imageGC);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
   for (const [gate, value] of Object.entries(config.featureGates)) {
     if (!(gate in KNOWN_FEATURE_GATES)) throw new ConfigError(`featureGates: unrecognized feature gate: ${gate}`);
     if (typeof value !== 'boolean') throw new ConfigError(`featureGates: ${gate}: must be true or false`);

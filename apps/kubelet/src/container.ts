@@ -7,9 +7,11 @@ import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kube
 import { PodWorkers, type PodSyncer } from '@kubelet-ts/pod-workers';
 import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-config';
 import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
+import { CriImageFsStatsProvider, RealImageGCManager, nodeReference } from '@kubelet-ts/image-gc';
+import { ContainerGC } from '@kubelet-ts/container-gc';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
-import { Kubelet, type KubeletOptions } from './kubelet.js';
+import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider } from './kubelet.js';
 
 /**
  * The injection tokens of KubeletDeps. Only the app knows tsyringe: every library is built here by a
@@ -28,6 +30,8 @@ export const Tokens = {
   PLEG: Symbol.for('kubelet-ts.PLEG'),
   PodSourceConfig: Symbol.for('kubelet-ts.PodSourceConfig'),
   PodWorkersFactory: Symbol.for('kubelet-ts.PodWorkersFactory'),
+  ImageGC: Symbol.for('kubelet-ts.ImageGC'),
+  ContainerGCFactory: Symbol.for('kubelet-ts.ContainerGCFactory'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
@@ -104,6 +108,34 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     useFactory: (c: DependencyContainer) => (syncer: PodSyncer) =>
       new PodWorkers({ syncer, cache: c.resolve(Tokens.PodCache), clock: c.resolve(Tokens.Clock), logger: c.resolve(Tokens.Logger), resyncIntervalMs: config.syncFrequencyMs }),
   });
+  c.register<KubeletOptions['imageGC']>(
+    Tokens.ImageGC,
+    singleton(
+      (c) =>
+        new RealImageGCManager({
+          imageService: c.resolve(Tokens.ImageService),
+          runtimeService: c.resolve(Tokens.RuntimeService),
+          statsProvider: new CriImageFsStatsProvider({ imageService: c.resolve(Tokens.ImageService), imageFsPath: config.rootDir }),
+          policy: config.imageGC,
+          sandboxImage: config.podInfraContainerImage,
+          nodeRef: nodeReference(config.nodeName),
+          clock: c.resolve(Tokens.Clock),
+          logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'image-gc' }),
+        }),
+    ),
+  );
+  c.register<(podState: PodStateProvider) => ContainerGCLoop>(Tokens.ContainerGCFactory, {
+    useFactory: (c: DependencyContainer) => (podStateProvider: PodStateProvider) =>
+      new ContainerGC({
+        runtimeService: c.resolve(Tokens.RuntimeService),
+        podStateProvider,
+        policy: config.containerGC,
+        podLogsRootDirectory: config.podLogsDir,
+        nodeRef: nodeReference(config.nodeName),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'container-gc' }),
+      }),
+  });
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
     Tokens.Kubelet,
@@ -113,11 +145,12 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           nodeName: config.nodeName,
           rootDir: config.rootDir,
           runtime: c.resolve(Tokens.ContainerRuntime),
-          runtimeService: c.resolve(Tokens.RuntimeService),
           podCache: c.resolve(Tokens.PodCache),
           pleg: c.resolve(Tokens.PLEG),
           podSource: c.resolve<PodSourceConfig>(Tokens.PodSourceConfig).podConfig,
           createPodWorkers: c.resolve(Tokens.PodWorkersFactory),
+          imageGC: c.resolve(Tokens.ImageGC),
+          createContainerGC: c.resolve(Tokens.ContainerGCFactory),
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),
           ...c.resolve<Partial<KubeletOptions>>(Tokens.KubeletOptions),

@@ -24,6 +24,13 @@ export interface KubeletFlags {
   verbosity?: number;
   loggingFormat?: 'text' | 'json';
   featureGates?: Record<string, boolean>;
+  imageGcHighThreshold?: number;
+  imageGcLowThreshold?: number;
+  minimumImageTtlDurationMs?: number;
+  minimumContainerTtlDurationMs?: number;
+  maximumDeadContainersPerContainer?: number;
+  maximumDeadContainers?: number;
+  podInfraContainerImage?: string;
   help?: boolean;
   version?: boolean;
 }
@@ -62,6 +69,13 @@ const specs: Record<string, FlagSpec> = {
   'healthz-bind-address': { key: 'healthzBindAddress', kind: 'string', usage: 'The IP address for the healthz server to serve on.', defaultText: '127.0.0.1' },
   'pod-logs-dir': { key: 'podLogsDir', kind: 'string', usage: 'Directory for container logs (KubeletConfiguration podLogsDir).', defaultText: '/var/log/pods' },
   v: { key: 'verbosity', kind: 'int', usage: 'Number for the log level verbosity.', defaultText: '0' },
+  'image-gc-high-threshold': { key: 'imageGcHighThreshold', kind: 'int', usage: 'The percent of disk usage after which image garbage collection is always run. Values must be within the range [0, 100].', defaultText: '85' },
+  'image-gc-low-threshold': { key: 'imageGcLowThreshold', kind: 'int', usage: 'The percent of disk usage before which image garbage collection is never run. Lowest disk usage to garbage collect to.', defaultText: '80' },
+  'minimum-image-ttl-duration': { key: 'minimumImageTtlDurationMs', kind: 'duration', usage: 'Minimum age for an unused image before it is garbage collected.', defaultText: '2m0s' },
+  'minimum-container-ttl-duration': { key: 'minimumContainerTtlDurationMs', kind: 'duration', usage: 'Minimum age for a finished container before it is garbage collected.', defaultText: '0s' },
+  'maximum-dead-containers-per-container': { key: 'maximumDeadContainersPerContainer', kind: 'int', usage: 'Maximum number of old instances to retain per container.', defaultText: '1' },
+  'maximum-dead-containers': { key: 'maximumDeadContainers', kind: 'int', usage: 'Maximum number of old instances of containers to retain globally; -1 means no limit.', defaultText: '-1' },
+  'pod-infra-container-image': { key: 'podInfraContainerImage', kind: 'string', usage: 'The sandbox (pause) image, never garbage collected.', defaultText: 'registry.k8s.io/pause:3.10' },
   'feature-gates': { key: 'featureGates', kind: 'gates', usage: `A set of key=value pairs that describe feature gates for alpha/experimental features. Known: ${Object.keys(KNOWN_FEATURE_GATES).join(', ')}.` },
   'logging-format': { key: 'loggingFormat', kind: 'string', usage: 'Log format: text or json.', defaultText: 'text' },
   help: { key: 'help', kind: 'bool', usage: 'Help for kubelet.' },

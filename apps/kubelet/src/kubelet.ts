@@ -20,7 +20,6 @@ import {
   type PodUpdate,
   type RuntimePod,
 } from '@kubelet-ts/core';
-import type { RuntimeService } from '@kubelet-ts/cri-client';
 import type { PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
 import type { PodSyncer, PodStatusFunc, PodWorkers, SyncPodType, UpdatePodOptions } from '@kubelet-ts/pod-workers';
 import { convertPodStatusToRunningPod } from '@kubelet-ts/runtime-manager';
@@ -42,7 +41,6 @@ export interface KubeletOptions {
   nodeName: string;
   rootDir: string;
   runtime: KubeletRuntime;
-  runtimeService: RuntimeService;
   podCache: PodCache;
   pleg: PodLifecycleEventGenerator;
   podSource: PodSource;
@@ -50,11 +48,28 @@ export interface KubeletOptions {
   createPodWorkers: (syncer: PodSyncer) => PodWorkers & { workQueue: { getWork(): string[] }; stop(): Promise<void> };
   clock?: Clock;
   logger?: Logger;
+  /** Image garbage collection, started and stopped with the kubelet (Go: StartGarbageCollection). */
+  imageGC?: { start(): void; stop(): Promise<void> };
+  /** Builds container garbage collection around the pod workers' state. */
+  createContainerGC?: (podStateProvider: PodStateProvider) => ContainerGCLoop;
   /** Called whenever a pod's reported status changes. */
   onPodStatus?: (pod: V1Pod, status: V1PodStatus) => void;
   syncPeriodMs?: number;
   housekeepingPeriodMs?: number;
   runtimeCheckPeriodMs?: number;
+}
+
+/** What the kubelet needs of container GC: its loop, and a pass on demand. */
+export interface ContainerGCLoop {
+  start(allSourcesReady?: () => boolean): void;
+  stop(): Promise<void>;
+  garbageCollect(allSourcesReady: boolean, evictNonDeletedPods: boolean): Promise<void>;
+}
+
+/** Go's podStateProvider: what container GC asks the pod workers. */
+export interface PodStateProvider {
+  shouldPodContentBeRemoved(uid: string): boolean;
+  shouldPodRuntimeBeRemoved(uid: string): boolean;
 }
 
 type LoopMessage =
@@ -83,6 +98,7 @@ export class Kubelet implements PodSyncer {
   readonly podManager = new PodManager();
   readonly runtimeState: RuntimeState;
   readonly podWorkers: ReturnType<KubeletOptions['createPodWorkers']>;
+  readonly containerGC?: ContainerGCLoop;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly backoff: Backoff;
@@ -104,6 +120,7 @@ export class Kubelet implements PodSyncer {
     this.runtimeState = new RuntimeState(this.clock);
     this.runtimeState.addHealthCheck({ name: 'PLEG', check: () => options.pleg.healthy().error });
     this.podWorkers = options.createPodWorkers(this);
+    this.containerGC = options.createContainerGC?.(this.podWorkers);
   }
 
   /** Runs the kubelet until the signal aborts, then stops its loops (containers keep running). */
@@ -134,6 +151,8 @@ export class Kubelet implements PodSyncer {
     const loops: Array<Promise<unknown>> = [];
     loops.push(until(() => this.updateRuntimeUp(), this.options.runtimeCheckPeriodMs ?? RUNTIME_CHECK_PERIOD_MS, signal, this.clock, { logger: this.logger, name: 'updateRuntimeUp' }));
     pleg.start();
+    this.containerGC?.start(() => podSource.sourcesReady());
+    this.options.imageGC?.start();
     loops.push(this.pump(signal, podSource.updates(), (update) => ({ kind: 'config', update })));
     loops.push(this.pump(signal, pleg.watch({ signal }), (event) => ({ kind: 'pleg', event })));
     const syncTicker = this.clock.setInterval(() => this.mailbox.tick({ kind: 'sync' }), this.options.syncPeriodMs ?? SYNC_PERIOD_MS);
@@ -145,6 +164,7 @@ export class Kubelet implements PodSyncer {
       syncTicker.cancel();
       housekeepingTicker.cancel();
       await pleg.stop();
+      await Promise.all([this.containerGC?.stop(), this.options.imageGC?.stop()]);
       await this.podWorkers.stop();
       await Promise.allSettled(loops);
       this.logger.info('Kubelet sync loop stopped');
@@ -297,29 +317,23 @@ export class Kubelet implements PodSyncer {
   }
 
   /**
-   * Go: HandlePodCleanups: forget finished workers, terminate runtime pods nobody wants, and remove the
-   * dead containers and sandboxes of pods that are gone (until container GC takes this over).
+   * Go: HandlePodCleanups: forget finished workers and terminate running pods that no source wants.
+   * Dead containers and sandboxes of deleted pods are container GC's to remove.
    */
   async handlePodCleanups(): Promise<void> {
     const desired = this.podManager.getPods();
     const workers = this.podWorkers.syncKnownPods(desired);
-    let runtimePods: RuntimePod[];
+    let running: RuntimePod[];
     try {
-      runtimePods = await this.options.runtime.getPods(true);
+      running = await this.options.runtime.getPods(false);
     } catch (error) {
       this.logger.error('Error listing containers', error);
       return;
     }
-    for (const runtimePod of runtimePods) {
-      if (workers.has(runtimePod.id) || this.podManager.getPodByUid(runtimePod.id)) continue;
-      const alive = runtimePod.containers.some((c) => c.state === 'running') || runtimePod.sandboxes.some((s) => s.state === 'running');
-      if (alive) {
-        this.logger.v(2).info('Clean up orphaned pod containers', { podUID: runtimePod.id, pod: `${runtimePod.namespace}/${runtimePod.name}` });
-        this.dispatch({ updateType: 'kill', runningPod: runtimePod, killPodOptions: { gracePeriodOverrideSeconds: ORPHAN_GRACE_PERIOD_SECONDS } });
-      } else {
-        this.logger.v(2).info('Removing dead containers of deleted pod', { podUID: runtimePod.id, pod: `${runtimePod.namespace}/${runtimePod.name}` });
-        await this.removePodFromRuntime(runtimePod.id).catch((error) => this.logger.error('Failed to remove pod from the runtime', error, { podUID: runtimePod.id }));
-      }
+    for (const runningPod of running) {
+      if (workers.has(runningPod.id) || this.podManager.getPodByUid(runningPod.id)) continue;
+      this.logger.v(2).info('Clean up orphaned pod containers', { podUID: runningPod.id, pod: `${runningPod.namespace}/${runningPod.name}` });
+      this.dispatch({ updateType: 'kill', runningPod, killPodOptions: { gracePeriodOverrideSeconds: ORPHAN_GRACE_PERIOD_SECONDS } });
     }
     for (const uid of [...this.statuses.keys()]) {
       if (!this.podManager.getPodByUid(uid) && !workers.has(uid)) {
@@ -378,8 +392,8 @@ export class Kubelet implements PodSyncer {
     const uid = pod.metadata!.uid!;
     this.updateStatus(pod, podStatus);
     if (!this.podManager.getPodByUid(uid)) {
-      // The pod is gone from every source: remove what the runtime still keeps of it.
-      await this.removePodFromRuntime(uid);
+      // The pod is gone from every source: its data directory goes (Go: housekeeping's orphaned pod
+      // dirs); its dead containers and sandboxes are container GC's.
       await rm(this.podDir(uid), { recursive: true, force: true });
       this.podDirsMade.delete(uid);
     }
@@ -455,17 +469,7 @@ export class Kubelet implements PodSyncer {
     this.podDirsMade.add(uid);
   }
 
-  private async removePodFromRuntime(uid: string): Promise<void> {
-    const { runtimeService } = this.options;
-    const selector = { 'io.kubernetes.pod.uid': uid };
-    for (const container of await runtimeService.listContainers({ labelSelector: selector })) {
-      await runtimeService.removeContainer(container.id);
-    }
-    for (const sandbox of await runtimeService.listPodSandbox({ labelSelector: selector })) {
-      await runtimeService.stopPodSandbox(sandbox.id).catch(() => undefined);
-      await runtimeService.removePodSandbox(sandbox.id);
-    }
-  }
+
 }
 
 function creationTime(pod: V1Pod): number {

@@ -104,3 +104,24 @@ t.test('feature gates as in the Go kubelet', async (t) => {
   t.throws(() => parseFlags(['--feature-gates=NoSuchGate=true']), /unrecognized feature gate: NoSuchGate/);
   t.throws(() => parseFlags(['--feature-gates=EventedPLEG=yes']), /invalid value of EventedPLEG=yes/);
 });
+
+t.test('garbage collection flags and their validation', async (t) => {
+  const config = resolveConfig(
+    parseFlags([
+      '--image-gc-high-threshold=90',
+      '--image-gc-low-threshold=70',
+      '--minimum-image-ttl-duration=5m',
+      '--minimum-container-ttl-duration=30s',
+      '--maximum-dead-containers-per-container=2',
+      '--maximum-dead-containers=100',
+      '--pod-infra-container-image=localhost/kubelet-ts/pause:3.9',
+    ]),
+  );
+  t.same(config.imageGC, { highThresholdPercent: 90, lowThresholdPercent: 70, minAgeMs: 300_000, maxAgeMs: 0 });
+  t.same(config.containerGC, { minAgeMs: 30_000, maxPerPodContainer: 2, maxContainers: 100 });
+  t.equal(config.podInfraContainerImage, 'localhost/kubelet-ts/pause:3.9');
+  t.same(resolveConfig({}).imageGC, { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: 120_000, maxAgeMs: 0 }, 'Go defaults');
+  t.same(resolveConfig({}).containerGC, { minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 }, 'Go defaults');
+  t.throws(() => resolveConfig(parseFlags(['--image-gc-high-threshold=101'])), /invalid HighThresholdPercent 101, must be in range \[0-100\]/);
+  t.throws(() => resolveConfig(parseFlags(['--image-gc-high-threshold=70', '--image-gc-low-threshold=80'])), /LowThresholdPercent 80 can not be higher than HighThresholdPercent 70/);
+});

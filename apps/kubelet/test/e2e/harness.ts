@@ -114,6 +114,17 @@ export class E2EEnv {
     return this.runtime.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.name': `${name}-e2e-node` } });
   }
 
+  /**
+   * Runs the kubelet's container GC until the pod's dead containers and sandboxes are gone (GC only
+   * removes a pod once its worker has finished, which takes a housekeeping round or two).
+   */
+  async collectGarbage(kubelet: Kubelet, name: string, timeoutMs = 30_000): Promise<void> {
+    await pollUntil(async () => {
+      await kubelet.containerGC!.garbageCollect(true, false);
+      return (await this.containersOf(name)).length === 0 && (await this.sandboxesOf(name)).length === 0;
+    }, 200, timeoutMs);
+  }
+
   /** Removes everything the tests created from the runtime, then the scratch directory. */
   async cleanup(): Promise<void> {
     const selector = { 'io.kubernetes.pod.namespace': 'default' };
