@@ -1,0 +1,156 @@
+// Runs one probe of a container and reports it (Go: pkg/kubelet/prober/prober.go).
+import type { V1Container, V1Pod, V1PodStatus, V1Probe } from '@kubernetes/client-node';
+import { noopLogger, parseContainerID, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import type { Agent } from 'undici';
+import { noopEventRecorder, ProbeEventReason, type EventRecorder } from './events.js';
+import { execProbe, expandCommand, type ExecRunner } from './exec.js';
+import { grpcProbe } from './grpc.js';
+import { createProbeAgent, httpGetUrl, httpProbe } from './http.js';
+import { resolveContainerPort } from './port.js';
+import { DEFAULT_PROBE_USER_AGENT, errorMessage, probeUserAgent, type ProbeResponse } from './probe.js';
+import { tcpProbe } from './tcp.js';
+
+export type ProbeType = 'liveness' | 'readiness' | 'startup';
+
+/** Go: probeType.String(). */
+export function probeTypeName(type: ProbeType): 'Liveness' | 'Readiness' | 'Startup' {
+  return type === 'liveness' ? 'Liveness' : type === 'readiness' ? 'Readiness' : 'Startup';
+}
+
+/** Go: maxProbeRetries, attempts when a probe could not be run at all. */
+export const MAX_PROBE_RETRIES = 3;
+
+/** What the probe workers call; `Prober` implements it, `FakeProber` (./testing) too. */
+export interface ContainerProber {
+  /**
+   * Probes a container once (with retries when the probe cannot be run) and records events;
+   * resolves `success` (a warning counts as success) or `failure`. Never rejects.
+   */
+  probe(type: ProbeType, pod: V1Pod, status: V1PodStatus, container: V1Container, containerId: string): Promise<'success' | 'failure'>;
+}
+
+export interface ProberOptions {
+  /** Runs exec probes (CRI ExecSync); without it exec probes fail with "no exec runner configured". */
+  runner?: ExecRunner;
+  recorder?: EventRecorder;
+  logger?: Logger;
+  clock?: Clock;
+  /** The kubelet version for the User-Agent `kube-probe/<major>.<minor>`. */
+  kubeletVersion?: string;
+  /** Overrides the User-Agent entirely. */
+  userAgent?: string;
+  /** Go: followNonLocalRedirects, false in the kubelet. */
+  followNonLocalRedirects?: boolean;
+}
+
+/** The probe spec of a type in a container, undefined when it has none. */
+export function probeSpecOf(container: V1Container, type: ProbeType): V1Probe | undefined {
+  return type === 'liveness' ? container.livenessProbe : type === 'readiness' ? container.readinessProbe : container.startupProbe;
+}
+
+/** Go: kubecontainer.GenerateContainerRef's fieldPath. */
+export function containerFieldPath(pod: V1Pod, container: V1Container): string {
+  const isInit = (pod.spec?.initContainers ?? []).some((c) => c.name === container.name) &&
+    !(pod.spec?.containers ?? []).some((c) => c.name === container.name);
+  return isInit ? `spec.initContainers{${container.name}}` : `spec.containers{${container.name}}`;
+}
+
+/**
+ * Runs container probes with the Go kubelet's semantics and reports them as events on the pod:
+ * `Unhealthy` "Liveness probe failed: <output>" for a failure, `ProbeWarning` "Readiness probe
+ * warning: <output>" for a warning (counted as success), `Unhealthy` "Startup probe errored: <err>"
+ * when a probe could not be run (counted as failure). Each Prober has its own HTTP connection pool
+ * (Go: one transport per probe type), closed by close().
+ */
+export class Prober implements ContainerProber {
+  private readonly runner?: ExecRunner;
+  private readonly recorder: EventRecorder;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly userAgent: string;
+  private readonly followNonLocalRedirects: boolean;
+  private agent?: Agent;
+
+  constructor(opts: ProberOptions = {}) {
+    this.runner = opts.runner;
+    this.recorder = opts.recorder ?? noopEventRecorder;
+    this.logger = opts.logger ?? noopLogger;
+    this.clock = opts.clock ?? realClock;
+    this.userAgent = opts.userAgent ?? (opts.kubeletVersion ? probeUserAgent(opts.kubeletVersion) : DEFAULT_PROBE_USER_AGENT);
+    this.followNonLocalRedirects = opts.followNonLocalRedirects ?? false;
+  }
+
+  async probe(type: ProbeType, pod: V1Pod, status: V1PodStatus, container: V1Container, containerId: string): Promise<'success' | 'failure'> {
+    const spec = probeSpecOf(container, type);
+    if (!spec) return 'success';
+    const kv = { probeType: probeTypeName(type), pod: `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`, containerName: container.name };
+    let response: ProbeResponse = { result: 'unknown', output: '' };
+    for (let attempt = 0; attempt < MAX_PROBE_RETRIES; attempt++) {
+      response = await this.runProbe(spec, status, container, containerId, pod);
+      if (response.result !== 'unknown') break;
+    }
+    const details = { containerName: container.name, fieldPath: containerFieldPath(pod, container) };
+    const name = probeTypeName(type);
+    switch (response.result) {
+      case 'success':
+        this.logger.v(3).info('Probe succeeded', kv);
+        return 'success';
+      case 'warning':
+        this.recorder.event(pod, 'Warning', ProbeEventReason.ContainerProbeWarning, `${name} probe warning: ${response.output}`, details);
+        this.logger.v(3).info('Probe succeeded with a warning', { ...kv, output: response.output });
+        return 'success';
+      case 'failure':
+        this.recorder.event(pod, 'Warning', ProbeEventReason.ContainerUnhealthy, `${name} probe failed: ${response.output}`, details);
+        this.logger.v(1).info('Probe failed', { ...kv, probeResult: 'failure', output: response.output });
+        return 'failure';
+      default:
+        this.recorder.event(pod, 'Warning', ProbeEventReason.ContainerUnhealthy, `${name} probe errored: ${response.output}`, details);
+        this.logger.v(1).info('Probe errored', { ...kv, err: response.output });
+        return 'failure';
+    }
+  }
+
+  /** Runs a probe spec once against a container (Go: runProbe); never throws. */
+  async runProbe(spec: V1Probe, status: V1PodStatus, container: V1Container, containerId: string, pod?: V1Pod): Promise<ProbeResponse> {
+    try {
+      const timeoutSeconds = spec.timeoutSeconds && spec.timeoutSeconds > 0 ? spec.timeoutSeconds : 1;
+      const podIP = status.podIP ?? '';
+      if (spec.exec) {
+        if (!this.runner) return { result: 'unknown', output: 'no exec runner configured' };
+        const command = expandCommand(spec.exec.command ?? [], container.env);
+        return await execProbe(this.runner, parseContainerID(containerId).id, command, timeoutSeconds);
+      }
+      if (spec.httpGet) {
+        const url = httpGetUrl(spec.httpGet, container, podIP);
+        this.agent ??= createProbeAgent();
+        return await httpProbe({
+          url,
+          headers: spec.httpGet.httpHeaders,
+          timeoutSeconds,
+          userAgent: this.userAgent,
+          followNonLocalRedirects: this.followNonLocalRedirects,
+          dispatcher: this.agent,
+          clock: this.clock,
+        });
+      }
+      if (spec.tcpSocket) {
+        const port = resolveContainerPort(spec.tcpSocket.port, container);
+        return await tcpProbe({ host: spec.tcpSocket.host || podIP, port, timeoutSeconds, clock: this.clock });
+      }
+      if (spec.grpc) {
+        return await grpcProbe({ host: podIP, port: spec.grpc.port, service: spec.grpc.service, timeoutSeconds, userAgent: this.userAgent });
+      }
+      const podText = pod ? `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}` : '';
+      return { result: 'unknown', output: `missing probe handler for ${podText}:${container.name}` };
+    } catch (err) {
+      return { result: 'unknown', output: errorMessage(err) };
+    }
+  }
+
+  /** Closes the HTTP connection pool. */
+  async close(): Promise<void> {
+    const agent = this.agent;
+    this.agent = undefined;
+    await agent?.close();
+  }
+}
