@@ -9,9 +9,12 @@ import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-confi
 import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
 import { CriImageFsStatsProvider, RealImageGCManager, nodeReference } from '@kubelet-ts/image-gc';
 import { ContainerGC } from '@kubelet-ts/container-gc';
+import { ProbeManager } from '@kubelet-ts/prober';
+import type { V1PodStatus } from '@kubernetes/client-node';
+import { KUBELET_VERSION } from './version.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
-import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider } from './kubelet.js';
+import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
 
 /**
  * The injection tokens of KubeletDeps. Only the app knows tsyringe: every library is built here by a
@@ -32,6 +35,7 @@ export const Tokens = {
   PodWorkersFactory: Symbol.for('kubelet-ts.PodWorkersFactory'),
   ImageGC: Symbol.for('kubelet-ts.ImageGC'),
   ContainerGCFactory: Symbol.for('kubelet-ts.ContainerGCFactory'),
+  ProbeManagerFactory: Symbol.for('kubelet-ts.ProbeManagerFactory'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
@@ -136,6 +140,21 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'container-gc' }),
       }),
   });
+  c.register<(getPodStatus: (uid: string) => V1PodStatus | undefined) => ProbeManagerLike>(Tokens.ProbeManagerFactory, {
+    useFactory: (c: DependencyContainer) => (getPodStatus: (uid: string) => V1PodStatus | undefined) => {
+      const probes = new ProbeManager({
+        getPodStatus,
+        runner: c.resolve(Tokens.RuntimeService),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'prober' }),
+        kubeletVersion: KUBELET_VERSION,
+      });
+      // The runtime manager restarts containers whose liveness or startup probe failed.
+      const runtime = c.resolve<{ setProbeResults?: GenericRuntimeManager['setProbeResults'] }>(Tokens.ContainerRuntime);
+      runtime.setProbeResults?.({ liveness: probes.livenessManager.lookup, startup: probes.startupManager.lookup });
+      return probes;
+    },
+  });
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
     Tokens.Kubelet,
@@ -151,6 +170,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           createPodWorkers: c.resolve(Tokens.PodWorkersFactory),
           imageGC: c.resolve(Tokens.ImageGC),
           createContainerGC: c.resolve(Tokens.ContainerGCFactory),
+          createProbeManager: c.resolve(Tokens.ProbeManagerFactory),
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),
           ...c.resolve<Partial<KubeletOptions>>(Tokens.KubeletOptions),

@@ -52,11 +52,30 @@ export interface KubeletOptions {
   imageGC?: { start(): void; stop(): Promise<void> };
   /** Builds container garbage collection around the pod workers' state. */
   createContainerGC?: (podStateProvider: PodStateProvider) => ContainerGCLoop;
+  /** Builds the prober around the kubelet's view of pod statuses. */
+  createProbeManager?: (getPodStatus: (uid: string) => V1PodStatus | undefined) => ProbeManagerLike;
   /** Called whenever a pod's reported status changes. */
   onPodStatus?: (pod: V1Pod, status: V1PodStatus) => void;
   syncPeriodMs?: number;
   housekeepingPeriodMs?: number;
   runtimeCheckPeriodMs?: number;
+}
+
+/** What the kubelet needs of the prober (Go: prober.Manager and its results managers). */
+export interface ProbeManagerLike {
+  addPod(pod: V1Pod): void;
+  removePod(pod: V1Pod): void;
+  stopLivenessAndStartup(pod: V1Pod): void;
+  cleanupPods(desiredUids: Set<string>): void;
+  updatePodStatus(pod: V1Pod, status: V1PodStatus): void;
+  stop(): Promise<void>;
+  readonly livenessManager: ProbeResults;
+  readonly readinessManager: ProbeResults;
+  readonly startupManager: ProbeResults;
+}
+
+export interface ProbeResults {
+  updates(signal?: AbortSignal): AsyncIterable<{ containerId: string; result: string; podUID: string }>;
 }
 
 /** What the kubelet needs of container GC: its loop, and a pass on demand. */
@@ -75,6 +94,7 @@ export interface PodStateProvider {
 type LoopMessage =
   | { kind: 'config'; update: PodUpdate }
   | { kind: 'pleg'; event: PodLifecycleEvent }
+  | { kind: 'probe'; probe: 'liveness' | 'readiness' | 'startup'; podUID: string; result: string }
   | { kind: 'sync' }
   | { kind: 'housekeeping' };
 
@@ -99,6 +119,7 @@ export class Kubelet implements PodSyncer {
   readonly runtimeState: RuntimeState;
   readonly podWorkers: ReturnType<KubeletOptions['createPodWorkers']>;
   readonly containerGC?: ContainerGCLoop;
+  readonly probeManager?: ProbeManagerLike;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly backoff: Backoff;
@@ -121,6 +142,7 @@ export class Kubelet implements PodSyncer {
     this.runtimeState.addHealthCheck({ name: 'PLEG', check: () => options.pleg.healthy().error });
     this.podWorkers = options.createPodWorkers(this);
     this.containerGC = options.createContainerGC?.(this.podWorkers);
+    this.probeManager = options.createProbeManager?.((uid) => this.statuses.get(uid));
   }
 
   /** Runs the kubelet until the signal aborts, then stops its loops (containers keep running). */
@@ -155,6 +177,12 @@ export class Kubelet implements PodSyncer {
     this.options.imageGC?.start();
     loops.push(this.pump(signal, podSource.updates(), (update) => ({ kind: 'config', update })));
     loops.push(this.pump(signal, pleg.watch({ signal }), (event) => ({ kind: 'pleg', event })));
+    const probes = this.probeManager;
+    if (probes) {
+      for (const [probe, results] of [['liveness', probes.livenessManager], ['readiness', probes.readinessManager], ['startup', probes.startupManager]] as const) {
+        loops.push(this.pump(signal, results.updates(signal), (u) => ({ kind: 'probe', probe, podUID: u.podUID, result: u.result })));
+      }
+    }
     const syncTicker = this.clock.setInterval(() => this.mailbox.tick({ kind: 'sync' }), this.options.syncPeriodMs ?? SYNC_PERIOD_MS);
     const housekeepingTicker = this.clock.setInterval(() => this.mailbox.tick({ kind: 'housekeeping' }), this.options.housekeepingPeriodMs ?? HOUSEKEEPING_PERIOD_MS);
     this.logger.info('Starting kubelet main sync loop');
@@ -164,7 +192,7 @@ export class Kubelet implements PodSyncer {
       syncTicker.cancel();
       housekeepingTicker.cancel();
       await pleg.stop();
-      await Promise.all([this.containerGC?.stop(), this.options.imageGC?.stop()]);
+      await Promise.all([this.containerGC?.stop(), this.options.imageGC?.stop(), this.probeManager?.stop()]);
       await this.podWorkers.stop();
       await Promise.allSettled(loops);
       this.logger.info('Kubelet sync loop stopped');
@@ -234,6 +262,8 @@ export class Kubelet implements PodSyncer {
         return this.handleConfigUpdate(message.update);
       case 'pleg':
         return this.handlePlegEvent(message.event);
+      case 'probe':
+        return this.handleProbeResult(message.probe, message.podUID, message.result);
       case 'sync':
         return this.handleSyncTick();
       case 'housekeeping':
@@ -294,6 +324,7 @@ export class Kubelet implements PodSyncer {
   handlePodRemoves(pods: V1Pod[]): void {
     for (const pod of pods) {
       this.podManager.removePod(pod);
+      this.probeManager?.removePod(pod);
       this.dispatch({ updateType: 'kill', pod });
     }
   }
@@ -306,6 +337,18 @@ export class Kubelet implements PodSyncer {
       return;
     }
     this.logger.v(2).info('SyncLoop (PLEG): event for pod', { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, event });
+    this.dispatch({ updateType: 'sync', pod, startTime: this.clock.now() });
+  }
+
+  /**
+   * Go: syncLoopIteration's liveness/readiness/startup cases: a failed liveness probe syncs the pod (the
+   * runtime manager kills the container); readiness and startup changes update the status and sync.
+   */
+  private handleProbeResult(probe: 'liveness' | 'readiness' | 'startup', podUID: string, result: string): void {
+    const pod = this.podManager.getPodByUid(podUID);
+    if (!pod) return;
+    if (probe === 'liveness' && result !== 'failure') return;
+    this.logger.v(2).info(`SyncLoop (probe)`, { probe, status: result === 'success' ? 'ready' : result === 'failure' ? 'unhealthy' : result, pod: podRef(pod) });
     this.dispatch({ updateType: 'sync', pod, startTime: this.clock.now() });
   }
 
@@ -323,6 +366,7 @@ export class Kubelet implements PodSyncer {
   async handlePodCleanups(): Promise<void> {
     const desired = this.podManager.getPods();
     const workers = this.podWorkers.syncKnownPods(desired);
+    this.probeManager?.cleanupPods(new Set(desired.map((p) => p.metadata!.uid!)));
     let running: RuntimePod[];
     try {
       running = await this.options.runtime.getPods(false);
@@ -355,6 +399,7 @@ export class Kubelet implements PodSyncer {
     const apiStatus = this.updateStatus(pod, podStatus);
     this.logger.v(4).info('SyncPod enter', { pod: podRef(pod), updateType });
     if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') return true;
+    this.probeManager?.addPod(pod);
     // The runtime manager creates the directories it writes to itself, so the pod's data directories
     // need not delay the first CRI call.
     const [, result] = await Promise.all([this.makePodDataDirs(uid), this.options.runtime.syncPod(pod, podStatus, [], this.backoff)]);
@@ -369,7 +414,8 @@ export class Kubelet implements PodSyncer {
 
   async syncTerminatingPod(pod: V1Pod, podStatus: PodStatus, gracePeriodSeconds: number | undefined, podStatusFn: PodStatusFunc | undefined): Promise<void> {
     this.logger.v(4).info('SyncTerminatingPod enter', { pod: podRef(pod), gracePeriod: gracePeriodSeconds });
-    const apiStatus = generateAPIPodStatus({ pod, status: podStatus, waitingReasons: this.waitingReasons.get(pod.metadata!.uid!), now: this.clock.now() });
+    this.probeManager?.stopLivenessAndStartup(pod);
+    const apiStatus = this.generateStatus(pod, podStatus);
     podStatusFn?.(apiStatus);
     this.setStatus(pod, apiStatus);
     const runningPod = convertPodStatusToRunningPod(this.options.runtime.type(), podStatus);
@@ -424,7 +470,7 @@ export class Kubelet implements PodSyncer {
   updateStatus(pod: V1Pod, podStatus: PodStatus): V1PodStatus {
     const uid = pod.metadata!.uid!;
     const previous = this.statuses.get(uid);
-    const status = generateAPIPodStatus({ pod, status: podStatus, waitingReasons: this.waitingReasons.get(uid), now: this.clock.now() });
+    const status = this.generateStatus(pod, podStatus);
     // A terminal phase never goes back (Go: the status manager refuses it).
     if ((previous?.phase === 'Succeeded' || previous?.phase === 'Failed') && status.phase !== previous.phase) status.phase = previous.phase;
     if (previous?.startTime) status.startTime = previous.startTime;
@@ -435,6 +481,17 @@ export class Kubelet implements PodSyncer {
     }
     this.setStatus(pod, status);
     return status;
+  }
+
+  private generateStatus(pod: V1Pod, podStatus: PodStatus): V1PodStatus {
+    const probes = this.probeManager;
+    return generateAPIPodStatus({
+      pod,
+      status: podStatus,
+      waitingReasons: this.waitingReasons.get(pod.metadata!.uid!),
+      updateContainerStatuses: probes ? (status) => probes.updatePodStatus(pod, status) : undefined,
+      now: this.clock.now(),
+    });
   }
 
   private setStatus(pod: V1Pod, status: V1PodStatus): void {

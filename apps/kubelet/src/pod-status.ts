@@ -14,6 +14,11 @@ export interface PodStatusInputs {
   waitingReasons?: Map<string, WaitingReason>;
   /** Readiness by container id; a running container without an answer counts as ready. */
   readiness?: (containerId: string) => boolean | undefined;
+  /**
+   * Adjusts the container statuses before the conditions are derived from them: the prober sets
+   * `ready` and `started` here (Go: probeManager.UpdatePodStatus inside generateAPIPodStatus).
+   */
+  updateContainerStatuses?: (status: V1PodStatus) => void;
   now: number;
 }
 
@@ -140,6 +145,7 @@ export function generateAPIPodStatus(inputs: PodStatusInputs): V1PodStatus {
     return initStatuses[i].state?.terminated?.exitCode === 0;
   });
   const containerStatuses = (pod.spec?.containers ?? []).map((spec) => apiContainerStatus(inputs, spec, initialized ? 'ContainerCreating' : 'PodInitializing'));
+  inputs.updateContainerStatuses?.({ initContainerStatuses: initStatuses, containerStatuses, podIP: status.ips[0] });
   const phase = podPhase(pod, initStatuses, containerStatuses);
   const now = new Date(inputs.now);
   const notReady = containerStatuses.filter((c) => !c.ready).map((c) => c.name);

@@ -100,6 +100,38 @@ export function kubeletScenarios(t: Test, target: E2ETarget): void {
     await env.collectGarbage(second.kubelet, 'adopt');
   });
 
+  t.test(`${target.name}: a failing liveness probe restarts the container; a failing readiness probe makes the pod not Ready`, async (t) => {
+    env.writeManifest('liveness', {
+      containers: [
+        {
+          name: 'app',
+          // Healthy for a few seconds, then the probe's file goes away.
+          command: ['sh', '-c', `touch healthy; sleep 3; rm -f healthy; ${sleepForever}`],
+          livenessProbe: { exec: { command: ['cat', 'healthy'] }, periodSeconds: 1, failureThreshold: 1, timeoutSeconds: 2 },
+        },
+      ],
+    });
+    env.writeManifest('readiness', {
+      containers: [
+        { name: 'ready', command: ['sh', '-c', sleepForever], readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 } },
+        { name: 'unready', command: ['sh', '-c', sleepForever], readinessProbe: { exec: { command: ['sh', '-c', 'exit 1'] }, periodSeconds: 1 } },
+      ],
+    });
+    const k = await env.startKubelet();
+    t.teardown(k.stop);
+    const restarted = await env.waitForStatus(k.kubelet, 'liveness', 'a liveness restart', (s) => (s.containerStatuses?.[0].restartCount ?? 0) >= 1, 45_000);
+    t.ok(restarted.containerStatuses![0].restartCount >= 1, 'the container was restarted after its liveness probe failed');
+    const readiness = await env.waitForStatus(k.kubelet, 'readiness', 'readiness known', (s) => s.containerStatuses?.find((c) => c.name === 'ready')?.ready === true);
+    t.equal(readiness.phase, 'Running');
+    t.equal(readiness.containerStatuses?.find((c) => c.name === 'unready')?.ready, false, 'the failing readiness probe keeps its container unready');
+    t.equal(readiness.conditions?.find((c) => c.type === 'Ready')?.status, 'False', 'the pod is not Ready');
+    t.equal(readiness.conditions?.find((c) => c.type === 'ContainersReady')?.status, 'False');
+    env.removeManifest('liveness');
+    env.removeManifest('readiness');
+    await env.collectGarbage(k.kubelet, 'liveness');
+    await env.collectGarbage(k.kubelet, 'readiness');
+  });
+
   t.test(`${target.name}: 20 pods at once all run`, async (t) => {
     const names = Array.from({ length: 20 }, (_, i) => `many-${i}`);
     for (const name of names) env.writeManifest(name, { containers: [{ name: 'app', command: ['sh', '-c', sleepForever] }] });
