@@ -12,6 +12,7 @@ import { ContainerGC } from '@kubelet-ts/container-gc';
 import { ProbeManager } from '@kubelet-ts/prober';
 import type { V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
+import { LoggingEventRecorder, type KubeletEventRecorder } from './events.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
@@ -36,6 +37,7 @@ export const Tokens = {
   ImageGC: Symbol.for('kubelet-ts.ImageGC'),
   ContainerGCFactory: Symbol.for('kubelet-ts.ContainerGCFactory'),
   ProbeManagerFactory: Symbol.for('kubelet-ts.ProbeManagerFactory'),
+  EventRecorder: Symbol.for('kubelet-ts.EventRecorder'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
@@ -52,6 +54,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
   c.register(Tokens.Config, { useValue: config });
   c.register<Clock>(Tokens.Clock, { useValue: realClock });
   c.register<Logger>(Tokens.Logger, singleton(() => createLogger({ verbosity: config.verbosity, format: config.loggingFormat, name: 'kubelet' })));
+  c.register<KubeletEventRecorder>(Tokens.EventRecorder, singleton((c) => new LoggingEventRecorder(c.resolve<Logger>(Tokens.Logger))));
   c.register<LocalRuntime | undefined>(
     Tokens.LocalRuntime,
     singleton((c) => {
@@ -80,6 +83,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           logger: c.resolve(Tokens.Logger),
           podLogsRootDirectory: config.podLogsDir,
           kubeletRootDirectory: config.rootDir,
+          recorder: c.resolve(Tokens.EventRecorder),
         }),
     ),
   );
@@ -123,6 +127,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           policy: config.imageGC,
           sandboxImage: config.podInfraContainerImage,
           nodeRef: nodeReference(config.nodeName),
+          recorder: c.resolve(Tokens.EventRecorder),
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'image-gc' }),
         }),
@@ -136,6 +141,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         policy: config.containerGC,
         podLogsRootDirectory: config.podLogsDir,
         nodeRef: nodeReference(config.nodeName),
+        recorder: c.resolve(Tokens.EventRecorder),
         clock: c.resolve(Tokens.Clock),
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'container-gc' }),
       }),
@@ -145,6 +151,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       const probes = new ProbeManager({
         getPodStatus,
         runner: c.resolve(Tokens.RuntimeService),
+        recorder: c.resolve(Tokens.EventRecorder),
         clock: c.resolve(Tokens.Clock),
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'prober' }),
         kubeletVersion: KUBELET_VERSION,

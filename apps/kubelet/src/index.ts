@@ -8,3 +8,4 @@ export { runOnce, type RunPodResult } from './run-once.js';
 export { HealthzServer, type HealthzCheck } from './healthz.js';
 export { PodManager } from './pod-manager.js';
 export { KUBELET_VERSION } from './version.js';
+export { LoggingEventRecorder, type KubeletEventRecorder } from './events.js';
