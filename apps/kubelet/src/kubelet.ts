@@ -25,7 +25,7 @@ import type { PodSyncer, PodStatusFunc, PodWorkers, SyncPodType, UpdatePodOption
 import { convertPodStatusToRunningPod } from '@kubelet-ts/runtime-manager';
 import { Mailbox } from './mailbox.js';
 import { PodManager } from './pod-manager.js';
-import { generateAPIPodStatus, type WaitingReason } from './pod-status.js';
+import { generateAPIPodStatus, type WaitingReason } from '@kubelet-ts/status-manager';
 import { RuntimeState } from './runtime-state.js';
 
 /** Where the kubelet's desired pods come from: pod-config's merged stream. */
@@ -67,7 +67,6 @@ export interface ProbeManagerLike {
   removePod(pod: V1Pod): void;
   stopLivenessAndStartup(pod: V1Pod): void;
   cleanupPods(desiredUids: Set<string>): void;
-  updatePodStatus(pod: V1Pod, status: V1PodStatus): void;
   stop(): Promise<void>;
   readonly livenessManager: ProbeResults;
   readonly readinessManager: ProbeResults;
@@ -75,6 +74,7 @@ export interface ProbeManagerLike {
 }
 
 export interface ProbeResults {
+  get(containerId: string): string | undefined;
   updates(signal?: AbortSignal): AsyncIterable<{ containerId: string; result: string; podUID: string }>;
 }
 
@@ -415,7 +415,7 @@ export class Kubelet implements PodSyncer {
   async syncTerminatingPod(pod: V1Pod, podStatus: PodStatus, gracePeriodSeconds: number | undefined, podStatusFn: PodStatusFunc | undefined): Promise<void> {
     this.logger.v(4).info('SyncTerminatingPod enter', { pod: podRef(pod), gracePeriod: gracePeriodSeconds });
     this.probeManager?.stopLivenessAndStartup(pod);
-    const apiStatus = this.generateStatus(pod, podStatus);
+    const apiStatus = this.generateStatus(pod, podStatus, true);
     podStatusFn?.(apiStatus);
     this.setStatus(pod, apiStatus);
     const runningPod = convertPodStatusToRunningPod(this.options.runtime.type(), podStatus);
@@ -425,7 +425,7 @@ export class Kubelet implements PodSyncer {
     if (stillRunning.length > 0) {
       throw new Error(`detected running containers after a successful KillPod, CRI violation: ${stillRunning.join(', ')}`);
     }
-    this.updateStatus(pod, after);
+    this.updateStatus(pod, after, true);
     this.logger.v(4).info('SyncTerminatingPod exit', { pod: podRef(pod) });
   }
 
@@ -436,7 +436,7 @@ export class Kubelet implements PodSyncer {
 
   async syncTerminatedPod(pod: V1Pod, podStatus: PodStatus): Promise<void> {
     const uid = pod.metadata!.uid!;
-    this.updateStatus(pod, podStatus);
+    this.updateStatus(pod, podStatus, true);
     if (!this.podManager.getPodByUid(uid)) {
       // The pod is gone from every source: its data directory goes (Go: housekeeping's orphaned pod
       // dirs); its dead containers and sandboxes are container GC's.
@@ -467,29 +467,26 @@ export class Kubelet implements PodSyncer {
   }
 
   /** Computes and records the pod's API status from a runtime status (the status manager's job, for now). */
-  updateStatus(pod: V1Pod, podStatus: PodStatus): V1PodStatus {
-    const uid = pod.metadata!.uid!;
-    const previous = this.statuses.get(uid);
-    const status = this.generateStatus(pod, podStatus);
-    // A terminal phase never goes back (Go: the status manager refuses it).
-    if ((previous?.phase === 'Succeeded' || previous?.phase === 'Failed') && status.phase !== previous.phase) status.phase = previous.phase;
-    if (previous?.startTime) status.startTime = previous.startTime;
-    // A stopped sandbox reports no IPs; the pod keeps the ones it had (Go: the status manager's copy).
-    if (!status.podIPs?.length && previous?.podIPs?.length) {
-      status.podIP = previous.podIP;
-      status.podIPs = previous.podIPs;
-    }
+  updateStatus(pod: V1Pod, podStatus: PodStatus, podIsTerminal = false): V1PodStatus {
+    const status = this.generateStatus(pod, podStatus, podIsTerminal);
     this.setStatus(pod, status);
     return status;
   }
 
-  private generateStatus(pod: V1Pod, podStatus: PodStatus): V1PodStatus {
+  private generateStatus(pod: V1Pod, podStatus: PodStatus, podIsTerminal = false): V1PodStatus {
     const probes = this.probeManager;
+    const result = (manager: ProbeResults | undefined, id: string): boolean | undefined => {
+      const value = manager?.get(id);
+      return value === undefined ? undefined : value === 'success';
+    };
     return generateAPIPodStatus({
       pod,
       status: podStatus,
+      oldPodStatus: this.statuses.get(pod.metadata!.uid!),
+      podIsTerminal,
       waitingReasons: this.waitingReasons.get(pod.metadata!.uid!),
-      updateContainerStatuses: probes ? (status) => probes.updatePodStatus(pod, status) : undefined,
+      readiness: probes ? (id) => result(probes.readinessManager, id) : undefined,
+      startup: probes ? (id) => result(probes.startupManager, id) : undefined,
       now: this.clock.now(),
     });
   }
