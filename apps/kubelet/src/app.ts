@@ -10,6 +10,8 @@ import { Tokens, runtimeEndpoint } from './container.js';
 import { HealthzServer } from './healthz.js';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { runOnce, type RunPodResult } from './run-once.js';
+import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/status-manager';
+import type { NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
 import { KUBELET_VERSION } from './version.js';
 
 export interface RunningKubelet {
@@ -60,6 +62,15 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   }
   const sources = c.resolve<PodSourceConfig>(Tokens.PodSourceConfig);
   const kubelet = c.resolve<Kubelet>(Tokens.Kubelet);
+  const recorder = c.resolve<KubeletEventRecorder>(Tokens.EventRecorder);
+  // API server mode (Go: Kubelet.Run): register and report the node, renew its lease, sync pod statuses.
+  const apiServerParts = config.runOnce
+    ? []
+    : [c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus), c.resolve<NodeLeaseController | undefined>(Tokens.NodeLease), c.resolve<KubeletStatusManager | undefined>(Tokens.StatusManager)].filter(
+        (part): part is NonNullable<typeof part> => part !== undefined,
+      );
+  for (const part of apiServerParts) part.start();
+  recorder.event({ kind: 'Node', name: config.nodeName, uid: config.nodeName, namespace: '' }, 'Normal', 'Starting', 'Starting kubelet.');
 
   let healthz: HealthzServer | undefined;
   let healthzPort: number | undefined;
@@ -84,6 +95,8 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
 
   const teardown = async () => {
     await healthz?.stop();
+    await Promise.all(apiServerParts.map((part) => part.stop()));
+    await recorder.stop();
     await sources.stop();
     const runtimeService = c.resolve<RemoteRuntimeService>(Tokens.RuntimeService);
     const imageService = c.resolve<RemoteImageService>(Tokens.ImageService);

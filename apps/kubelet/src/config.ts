@@ -31,6 +31,23 @@ export interface KubeletConfig {
   imageGC: { highThresholdPercent: number; lowThresholdPercent: number; minAgeMs: number; maxAgeMs: number };
   containerGC: { minAgeMs: number; maxPerPodContainer: number; maxContainers: number };
   podInfraContainerImage: string;
+  /** API server mode when set. */
+  kubeconfig?: string;
+  nodeLabels: Record<string, string>;
+  registerWithTaints: string;
+  registerSchedulable: boolean;
+  registerNode: boolean;
+  nodeIP?: string;
+  kubeReserved: string;
+  systemReserved: string;
+  evictionHard?: string;
+  nodeStatusUpdateFrequencyMs: number;
+  nodeStatusReportFrequencyMs: number;
+  port: number;
+  eventQps: number;
+  eventBurst: number;
+  kubeApiQps: number;
+  kubeApiBurst: number;
 }
 
 export class ConfigError extends Error {
@@ -40,7 +57,7 @@ export class ConfigError extends Error {
 export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 
 /** The KubeletConfiguration fields kubelet-ts reads, with their Go defaults. */
-const durationFields = ['syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'runtimeRequestTimeout', 'imageMinimumGCAge', 'imageMaximumGCAge'] as const;
+const durationFields = ['syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'runtimeRequestTimeout', 'imageMinimumGCAge', 'imageMaximumGCAge', 'nodeStatusUpdateFrequency', 'nodeStatusReportFrequency'] as const;
 
 interface KubeletConfigurationFile {
   staticPodPath?: string;
@@ -62,6 +79,18 @@ interface KubeletConfigurationFile {
   imageGCLowThresholdPercent?: number;
   imageMinimumGCAge?: number;
   imageMaximumGCAge?: number;
+  nodeStatusUpdateFrequency?: number;
+  nodeStatusReportFrequency?: number;
+  registerNode?: boolean;
+  registerWithTaints?: Array<{ key: string; value?: string; effect: string }>;
+  kubeReserved?: Record<string, string>;
+  systemReserved?: Record<string, string>;
+  evictionHard?: Record<string, string>;
+  eventRecordQPS?: number;
+  eventBurst?: number;
+  kubeAPIQPS?: number;
+  kubeAPIBurst?: number;
+  port?: number;
 }
 
 /** Reads and checks a KubeletConfiguration file; errors name the file and the field. */
@@ -109,6 +138,19 @@ export function loadConfigFile(path: string): KubeletConfigurationFile {
   return result as KubeletConfigurationFile;
 }
 
+const mapToList = (map: Record<string, string> | undefined) => Object.entries(map ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+
+/** Parses --node-labels as Go does: key=value pairs; errors name the bad pair. */
+export function parseNodeLabels(values: string[]): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const pair of values) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`invalid --node-labels entry ${JSON.stringify(pair)}: expected key=value`);
+    labels[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return labels;
+}
+
 /** Parses --manifest-url-header values as the Go kubelet does: exactly one ':' per 'key:value'. */
 export function parseManifestUrlHeaders(values: string[]): Record<string, string[]> {
   const headers: Record<string, string[]> = {};
@@ -152,7 +194,7 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     healthzPort: flags.healthzPort ?? file.healthzPort ?? 10248,
     healthzBindAddress: flags.healthzBindAddress ?? file.healthzBindAddress ?? '127.0.0.1',
     runOnce: flags.runonce ?? false,
-    maxPods: file.maxPods ?? 110,
+    maxPods: flags.maxPods ?? file.maxPods ?? 110,
     verbosity: flags.verbosity ?? file.logging?.verbosity ?? 0,
     loggingFormat: format,
     featureGates: { ...KNOWN_FEATURE_GATES, ...file.featureGates, ...flags.featureGates },
@@ -169,6 +211,22 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
       maxContainers: flags.maximumDeadContainers ?? -1,
     },
     podInfraContainerImage: flags.podInfraContainerImage ?? 'registry.k8s.io/pause:3.10',
+    kubeconfig: abs(flags.kubeconfig),
+    nodeLabels: parseNodeLabels(flags.nodeLabels ?? []),
+    registerWithTaints: flags.registerWithTaints?.join(',') ?? (file.registerWithTaints ?? []).map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(','),
+    registerSchedulable: flags.registerSchedulable ?? true,
+    registerNode: flags.registerNode ?? file.registerNode ?? true,
+    nodeIP: flags.nodeIp,
+    kubeReserved: flags.kubeReserved?.join(',') ?? mapToList(file.kubeReserved),
+    systemReserved: flags.systemReserved?.join(',') ?? mapToList(file.systemReserved),
+    evictionHard: flags.evictionHard?.join(',') ?? (file.evictionHard ? Object.entries(file.evictionHard).map(([k, v]) => `${k}<${v}`).join(',') : undefined),
+    nodeStatusUpdateFrequencyMs: flags.nodeStatusUpdateFrequencyMs ?? file.nodeStatusUpdateFrequency ?? 10_000,
+    nodeStatusReportFrequencyMs: flags.nodeStatusReportFrequencyMs ?? file.nodeStatusReportFrequency ?? 300_000,
+    port: flags.port ?? file.port ?? 10250,
+    eventQps: flags.eventQps ?? file.eventRecordQPS ?? 50,
+    eventBurst: flags.eventBurst ?? file.eventBurst ?? 100,
+    kubeApiQps: flags.kubeApiQps ?? file.kubeAPIQPS ?? 50,
+    kubeApiBurst: flags.kubeApiBurst ?? file.kubeAPIBurst ?? 100,
   };
   try {
     validateImageGCPolicy(config.imageGC);

@@ -10,9 +10,12 @@ import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
 import { CriImageFsStatsProvider, RealImageGCManager, nodeReference } from '@kubelet-ts/image-gc';
 import { ContainerGC } from '@kubelet-ts/container-gc';
 import { ProbeManager } from '@kubelet-ts/prober';
-import type { V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
-import { LoggingEventRecorder, type KubeletEventRecorder } from './events.js';
+import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
+import { KubeletEventRecorder, KubeletStatusManager, BasicMirrorClient, syncMirrorPod, deleteOrphanedMirrorPods } from '@kubelet-ts/status-manager';
+import { ClientNodeKubeClient, NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
+import { ConfigError } from './config.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
@@ -38,6 +41,11 @@ export const Tokens = {
   ContainerGCFactory: Symbol.for('kubelet-ts.ContainerGCFactory'),
   ProbeManagerFactory: Symbol.for('kubelet-ts.ProbeManagerFactory'),
   EventRecorder: Symbol.for('kubelet-ts.EventRecorder'),
+  KubeConfig: Symbol.for('kubelet-ts.KubeConfig'),
+  NodeStatus: Symbol.for('kubelet-ts.NodeStatus'),
+  NodeLease: Symbol.for('kubelet-ts.NodeLease'),
+  StatusManager: Symbol.for('kubelet-ts.StatusManager'),
+  MirrorPods: Symbol.for('kubelet-ts.MirrorPods'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
@@ -54,7 +62,122 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
   c.register(Tokens.Config, { useValue: config });
   c.register<Clock>(Tokens.Clock, { useValue: realClock });
   c.register<Logger>(Tokens.Logger, singleton(() => createLogger({ verbosity: config.verbosity, format: config.loggingFormat, name: 'kubelet' })));
-  c.register<KubeletEventRecorder>(Tokens.EventRecorder, singleton((c) => new LoggingEventRecorder(c.resolve<Logger>(Tokens.Logger))));
+  // API server mode (--kubeconfig): the client config; undefined in standalone mode.
+  c.register<KubeConfig | undefined>(
+    Tokens.KubeConfig,
+    singleton(() => {
+      if (!config.kubeconfig) return undefined;
+      const kubeConfig = new KubeConfig();
+      try {
+        kubeConfig.loadFromFile(config.kubeconfig);
+      } catch (error) {
+        throw new ConfigError(`failed to load kubeconfig ${config.kubeconfig}: ${(error as Error).message}`);
+      }
+      return kubeConfig;
+    }),
+  );
+  const coreApi = (c: DependencyContainer) => c.resolve<KubeConfig | undefined>(Tokens.KubeConfig)?.makeApiClient(CoreV1Api);
+  // Events go to the API server when there is one, and are logged otherwise.
+  c.register<KubeletEventRecorder>(
+    Tokens.EventRecorder,
+    singleton(
+      (c) =>
+        new KubeletEventRecorder({
+          kubeClient: coreApi(c),
+          host: config.nodeName,
+          qps: config.eventQps,
+          burst: config.eventBurst,
+          clock: c.resolve(Tokens.Clock),
+          logger: c.resolve<Logger>(Tokens.Logger),
+        }),
+    ),
+  );
+  c.register<NodeStatusManager | undefined>(
+    Tokens.NodeStatus,
+    singleton((c) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      if (!kubeConfig) return undefined;
+      const recorder = c.resolve<KubeletEventRecorder>(Tokens.EventRecorder);
+      return new NodeStatusManager({
+        nodeName: config.nodeName,
+        hostname: config.nodeName,
+        kubeClient: kubeConfig,
+        runtimeService: c.resolve(Tokens.RuntimeService),
+        imageService: c.resolve(Tokens.ImageService),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'node-status' }),
+        // Resolved per check: the kubelet (and its PLEG) exist by the time the first status is computed.
+        healthChecks: () => ({ runtimeErrors: c.resolve<Kubelet>(Tokens.Kubelet).runtimeState.runtimeErrors() }),
+        recordEvent: (event) => recorder.event({ kind: 'Node', name: config.nodeName, uid: config.nodeName, namespace: '' }, event.type, event.reason, event.message),
+        registerNode: config.registerNode,
+        nodeLabels: config.nodeLabels,
+        registerWithTaints: config.registerWithTaints,
+        registerSchedulable: config.registerSchedulable,
+        nodeIP: config.nodeIP,
+        kubeletPort: config.port,
+        maxPods: config.maxPods,
+        kubeReserved: config.kubeReserved,
+        systemReserved: config.systemReserved,
+        evictionHard: config.evictionHard,
+        nodeStatusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
+        nodeStatusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
+        rootDir: config.rootDir,
+        kubeletVersion: KUBELET_VERSION,
+      });
+    }),
+  );
+  c.register<NodeLeaseController | undefined>(
+    Tokens.NodeLease,
+    singleton((c) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      if (!kubeConfig) return undefined;
+      return new NodeLeaseController({
+        nodeName: config.nodeName,
+        kubeClient: kubeConfig,
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'node-lease' }),
+      });
+    }),
+  );
+  c.register<KubeletStatusManager | undefined>(
+    Tokens.StatusManager,
+    singleton((c) => {
+      const kubeClient = coreApi(c);
+      if (!kubeClient) return undefined;
+      const kubelet = () => c.resolve<Kubelet>(Tokens.Kubelet);
+      return new KubeletStatusManager({
+        kubeClient,
+        podManager: {
+          getPodByUid: (uid: string) => kubelet().podManager.getPodByUid(uid),
+          getMirrorPodByPod: (pod) => kubelet().podManager.getMirrorPodByPod(pod),
+          translatePodUID: (uid: string) => kubelet().podManager.translatePodUID(uid),
+        },
+        podDeletionSafety: { podCouldHaveRunningContainers: (uid: string) => kubelet().podWorkers.couldHaveRunningContainers(uid) },
+        qps: config.kubeApiQps,
+        burst: config.kubeApiBurst,
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'status-manager' }),
+      });
+    }),
+  );
+  c.register(
+    Tokens.MirrorPods,
+    singleton((c) => {
+      const kubeClient = coreApi(c);
+      if (!kubeClient) return undefined;
+      const logger = c.resolve<Logger>(Tokens.Logger);
+      // Mirror pods are owned by the Node object: its uid is known once the node is registered.
+      const getNode = () => {
+        const node = c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus)?.lastNode();
+        return node?.metadata?.uid ? { name: node.metadata.name!, uid: node.metadata.uid, deletionTimestamp: node.metadata.deletionTimestamp } : undefined;
+      };
+      const client = new BasicMirrorClient({ kubeClient, getNode, logger });
+      return {
+        sync: (staticPod: V1Pod, mirrorPod: V1Pod | undefined) => syncMirrorPod(client, staticPod, mirrorPod, { getNode, logger }),
+        deleteOrphans: (fullNames: string[], isPodRunning: (fullName: string) => boolean) => deleteOrphanedMirrorPods(client, fullNames, isPodRunning, logger),
+      };
+    }),
+  );
   c.register<LocalRuntime | undefined>(
     Tokens.LocalRuntime,
     singleton((c) => {
@@ -107,6 +230,10 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         staticPodURL: config.staticPodURL,
         staticPodURLHeader: config.staticPodURLHeader,
         httpCheckFrequencyMs: config.httpCheckFrequencyMs,
+        // API server mode: pods bound to this node, once the node is registered (Go: nodeHasSynced).
+        kubeConfig: c.resolve<KubeConfig | undefined>(Tokens.KubeConfig),
+        nodeHasSynced: () => c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus)?.isRegistered() ?? true,
+        recorder: c.resolve(Tokens.EventRecorder),
         clock: c.resolve(Tokens.Clock),
         logger: c.resolve(Tokens.Logger),
       }),
@@ -178,6 +305,8 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           imageGC: c.resolve(Tokens.ImageGC),
           createContainerGC: c.resolve(Tokens.ContainerGCFactory),
           createProbeManager: c.resolve(Tokens.ProbeManagerFactory),
+          statusManager: c.resolve(Tokens.StatusManager),
+          mirrorPods: c.resolve(Tokens.MirrorPods),
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),
           ...c.resolve<Partial<KubeletOptions>>(Tokens.KubeletOptions),

@@ -31,6 +31,23 @@ export interface KubeletFlags {
   maximumDeadContainersPerContainer?: number;
   maximumDeadContainers?: number;
   podInfraContainerImage?: string;
+  kubeconfig?: string;
+  nodeLabels?: string[];
+  registerWithTaints?: string[];
+  registerSchedulable?: boolean;
+  registerNode?: boolean;
+  nodeIp?: string;
+  kubeReserved?: string[];
+  systemReserved?: string[];
+  evictionHard?: string[];
+  nodeStatusUpdateFrequencyMs?: number;
+  nodeStatusReportFrequencyMs?: number;
+  maxPods?: number;
+  port?: number;
+  eventQps?: number;
+  eventBurst?: number;
+  kubeApiQps?: number;
+  kubeApiBurst?: number;
   help?: boolean;
   version?: boolean;
 }
@@ -76,6 +93,23 @@ const specs: Record<string, FlagSpec> = {
   'maximum-dead-containers-per-container': { key: 'maximumDeadContainersPerContainer', kind: 'int', usage: 'Maximum number of old instances to retain per container.', defaultText: '1' },
   'maximum-dead-containers': { key: 'maximumDeadContainers', kind: 'int', usage: 'Maximum number of old instances of containers to retain globally; -1 means no limit.', defaultText: '-1' },
   'pod-infra-container-image': { key: 'podInfraContainerImage', kind: 'string', usage: 'The sandbox (pause) image, never garbage collected.', defaultText: 'registry.k8s.io/pause:3.10' },
+  kubeconfig: { key: 'kubeconfig', kind: 'string', usage: 'Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables API server mode, omitting it enables standalone mode.' },
+  'node-labels': { key: 'nodeLabels', kind: 'strings', usage: 'Labels to add when registering the node in the cluster (key=value pairs separated by commas).' },
+  'register-with-taints': { key: 'registerWithTaints', kind: 'strings', usage: 'Register the node with the given list of taints (comma separated "<key>=<value>:<effect>").' },
+  'register-schedulable': { key: 'registerSchedulable', kind: 'bool', usage: 'Register the node as schedulable.', defaultText: 'true' },
+  'register-node': { key: 'registerNode', kind: 'bool', usage: 'Register the node with the API server.', defaultText: 'true' },
+  'node-ip': { key: 'nodeIp', kind: 'string', usage: 'IP address (or comma-separated dual-stack IP addresses) of the node.' },
+  'kube-reserved': { key: 'kubeReserved', kind: 'strings', usage: 'A set of ResourceName=ResourceQuantity pairs reserved for kubernetes system components.' },
+  'system-reserved': { key: 'systemReserved', kind: 'strings', usage: 'A set of ResourceName=ResourceQuantity pairs reserved for non-kubernetes components.' },
+  'eviction-hard': { key: 'evictionHard', kind: 'strings', usage: 'A set of eviction thresholds (e.g. memory.available<1Gi) that if met would trigger a pod eviction.', defaultText: 'imagefs.available<15%,memory.available<100Mi,nodefs.available<10%' },
+  'node-status-update-frequency': { key: 'nodeStatusUpdateFrequencyMs', kind: 'duration', usage: 'How often the kubelet posts node status to the master.', defaultText: '10s' },
+  'node-status-report-frequency': { key: 'nodeStatusReportFrequencyMs', kind: 'duration', usage: 'How often the kubelet posts node status when nothing changed.', defaultText: '5m0s' },
+  'max-pods': { key: 'maxPods', kind: 'int', usage: 'Number of Pods that can run on this Kubelet.', defaultText: '110' },
+  port: { key: 'port', kind: 'port', usage: 'The port for the Kubelet to serve on (reported as the node daemon endpoint).', defaultText: '10250' },
+  'event-qps': { key: 'eventQps', kind: 'int', usage: 'Limit event creations per second (0 = unlimited).', defaultText: '50' },
+  'event-burst': { key: 'eventBurst', kind: 'int', usage: 'Maximum size of a bursty event records.', defaultText: '100' },
+  'kube-api-qps': { key: 'kubeApiQps', kind: 'int', usage: 'QPS to use while talking with kubernetes apiserver.', defaultText: '50' },
+  'kube-api-burst': { key: 'kubeApiBurst', kind: 'int', usage: 'Burst to use while talking with kubernetes apiserver.', defaultText: '100' },
   'feature-gates': { key: 'featureGates', kind: 'gates', usage: `A set of key=value pairs that describe feature gates for alpha/experimental features. Known: ${Object.keys(KNOWN_FEATURE_GATES).join(', ')}.` },
   'logging-format': { key: 'loggingFormat', kind: 'string', usage: 'Log format: text or json.', defaultText: 'text' },
   help: { key: 'help', kind: 'bool', usage: 'Help for kubelet.' },

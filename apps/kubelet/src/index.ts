@@ -1,4 +1,4 @@
-export { Kubelet, type KubeletOptions, type KubeletRuntime, type PodSource } from './kubelet.js';
+export { Kubelet, type KubeletOptions, type KubeletRuntime, type PodSource, type StatusManagerLike, type MirrorPods } from './kubelet.js';
 export { Tokens, registerKubeletDeps, runtimeEndpoint } from './container.js';
 export { startKubelet, describePodStatus, type RunningKubelet } from './app.js';
 export { resolveConfig, loadConfigFile, parseManifestUrlHeaders, resolveNodeName, localRuntimePaths, ConfigError, KUBELET_CONFIG_API_VERSION, type KubeletConfig } from './config.js';
@@ -7,4 +7,3 @@ export { runOnce, type RunPodResult } from './run-once.js';
 export { HealthzServer, type HealthzCheck } from './healthz.js';
 export { PodManager } from './pod-manager.js';
 export { KUBELET_VERSION } from './version.js';
-export { LoggingEventRecorder, type KubeletEventRecorder } from './events.js';

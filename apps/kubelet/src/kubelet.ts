@@ -4,6 +4,8 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import {
   PodOperation,
   containerRestartBackoff,
+  isMirrorPod,
+  isStaticPod,
   isAbortError,
   noopLogger,
   podSyncError,
@@ -52,6 +54,9 @@ export interface KubeletOptions {
   imageGC?: { start(): void; stop(): Promise<void> };
   /** Builds container garbage collection around the pod workers' state. */
   createContainerGC?: (podStateProvider: PodStateProvider) => ContainerGCLoop;
+  /** API server mode: status sync and mirror pods. */
+  statusManager?: StatusManagerLike;
+  mirrorPods?: MirrorPods;
   /** Builds the prober around the kubelet's view of pod statuses. */
   createProbeManager?: (getPodStatus: (uid: string) => V1PodStatus | undefined) => ProbeManagerLike;
   /** Called whenever a pod's reported status changes. */
@@ -59,6 +64,19 @@ export interface KubeletOptions {
   syncPeriodMs?: number;
   housekeepingPeriodMs?: number;
   runtimeCheckPeriodMs?: number;
+}
+
+/** API server mode: where pod statuses go (Go: status.Manager). */
+export interface StatusManagerLike {
+  setPodStatus(pod: V1Pod, status: V1PodStatus): void;
+  terminatePod(pod: V1Pod): void;
+  removeOrphanedStatuses(desiredUids: Set<string>): void;
+}
+
+/** API server mode: mirror pods of static pods (Go: syncMirrorPod and deleteOrphanedMirrorPods). */
+export interface MirrorPods {
+  sync(staticPod: V1Pod, mirrorPod: V1Pod | undefined): Promise<unknown>;
+  deleteOrphans(fullNames: string[], isPodRunning: (fullName: string) => boolean): Promise<unknown>;
 }
 
 /** What the kubelet needs of the prober (Go: prober.Manager and its results managers). */
@@ -310,20 +328,38 @@ export class Kubelet implements PodSyncer {
     const sorted = [...pods].sort((a, b) => creationTime(a) - creationTime(b));
     for (const pod of sorted) {
       this.podManager.addPod(pod);
-      this.dispatch({ updateType: 'create', pod, startTime: this.clock.now() });
+      if (isMirrorPod(pod)) {
+        this.handleMirrorPod(pod);
+        continue;
+      }
+      this.dispatch({ updateType: 'create', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
     }
   }
 
   handlePodUpdates(pods: V1Pod[]): void {
     for (const pod of pods) {
       this.podManager.updatePod(pod);
-      this.dispatch({ updateType: 'update', pod, startTime: this.clock.now() });
+      if (isMirrorPod(pod)) {
+        this.handleMirrorPod(pod);
+        continue;
+      }
+      this.dispatch({ updateType: 'update', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
     }
+  }
+
+  /** A mirror pod changed: its static pod syncs (and recreates it when needed). Go: handleMirrorPod. */
+  private handleMirrorPod(mirrorPod: V1Pod): void {
+    const pod = this.podManager.getPodByMirrorPod(mirrorPod);
+    if (pod) this.dispatch({ updateType: 'update', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
   }
 
   handlePodRemoves(pods: V1Pod[]): void {
     for (const pod of pods) {
       this.podManager.removePod(pod);
+      if (isMirrorPod(pod)) {
+        this.handleMirrorPod(pod);
+        continue;
+      }
       this.probeManager?.removePod(pod);
       this.dispatch({ updateType: 'kill', pod });
     }
@@ -366,7 +402,14 @@ export class Kubelet implements PodSyncer {
   async handlePodCleanups(): Promise<void> {
     const desired = this.podManager.getPods();
     const workers = this.podWorkers.syncKnownPods(desired);
-    this.probeManager?.cleanupPods(new Set(desired.map((p) => p.metadata!.uid!)));
+    const desiredUids = new Set(desired.map((p) => p.metadata!.uid!));
+    this.probeManager?.cleanupPods(desiredUids);
+    this.options.statusManager?.removeOrphanedStatuses(desiredUids);
+    if (this.options.mirrorPods) {
+      await this.options.mirrorPods.deleteOrphans(this.podManager.getOrphanedMirrorPodNames(), (fullName) =>
+        this.podWorkers.isPodForMirrorPodTerminatingByFullName(fullName),
+      );
+    }
     let running: RuntimePod[];
     try {
       running = await this.options.runtime.getPods(false);
@@ -394,12 +437,13 @@ export class Kubelet implements PodSyncer {
 
   // ---- PodSyncer: what each pod worker calls
 
-  async syncPod(updateType: SyncPodType, pod: V1Pod, _mirrorPod: V1Pod | undefined, podStatus: PodStatus): Promise<boolean> {
+  async syncPod(updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined, podStatus: PodStatus): Promise<boolean> {
     const uid = pod.metadata!.uid!;
     const apiStatus = this.updateStatus(pod, podStatus);
     this.logger.v(4).info('SyncPod enter', { pod: podRef(pod), updateType });
     if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') return true;
     this.probeManager?.addPod(pod);
+    if (isStaticPod(pod) && this.options.mirrorPods) await this.options.mirrorPods.sync(pod, this.podManager.getMirrorPodByPod(pod) ?? mirrorPod);
     // The runtime manager creates the directories it writes to itself, so the pod's data directories
     // need not delay the first CRI call.
     const [, result] = await Promise.all([this.makePodDataDirs(uid), this.options.runtime.syncPod(pod, podStatus, [], this.backoff)]);
@@ -437,6 +481,7 @@ export class Kubelet implements PodSyncer {
   async syncTerminatedPod(pod: V1Pod, podStatus: PodStatus): Promise<void> {
     const uid = pod.metadata!.uid!;
     this.updateStatus(pod, podStatus, true);
+    this.options.statusManager?.terminatePod(pod);
     if (!this.podManager.getPodByUid(uid)) {
       // The pod is gone from every source: its data directory goes (Go: housekeeping's orphaned pod
       // dirs); its dead containers and sandboxes are container GC's.
@@ -494,6 +539,7 @@ export class Kubelet implements PodSyncer {
   private setStatus(pod: V1Pod, status: V1PodStatus): void {
     const uid = pod.metadata!.uid!;
     this.statuses.set(uid, status);
+    this.options.statusManager?.setPodStatus(pod, status);
     const key = statusKey(status);
     if (this.statusKeys.get(uid) !== key) {
       this.statusKeys.set(uid, key);

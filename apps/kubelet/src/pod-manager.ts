@@ -1,10 +1,15 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { podFullName } from '@kubelet-ts/core';
+import { isMirrorPod, podFullName } from '@kubelet-ts/core';
 
-/** The desired pods by UID and full name (Go: pod.Manager, without mirror pods until API server mode). */
+/**
+ * The desired pods by UID and full name, and the API server's mirror pods of static pods (Go:
+ * pod.Manager). Mirror pods are never run: they only carry a static pod's status to the API server.
+ */
 export class PodManager {
   private readonly byUid = new Map<string, V1Pod>();
   private readonly byFullName = new Map<string, V1Pod>();
+  private readonly mirrorByFullName = new Map<string, V1Pod>();
+  private readonly mirrorUidToFullName = new Map<string, string>();
 
   addPod(pod: V1Pod): void {
     this.updatePod(pod);
@@ -13,15 +18,26 @@ export class PodManager {
   updatePod(pod: V1Pod): void {
     const uid = pod.metadata?.uid;
     if (!uid) return;
+    const fullName = podFullName(pod);
+    if (isMirrorPod(pod)) {
+      this.mirrorByFullName.set(fullName, pod);
+      this.mirrorUidToFullName.set(uid, fullName);
+      return;
+    }
     this.byUid.set(uid, pod);
-    this.byFullName.set(podFullName(pod), pod);
+    this.byFullName.set(fullName, pod);
   }
 
   removePod(pod: V1Pod): void {
     const uid = pod.metadata?.uid;
     if (!uid) return;
-    this.byUid.delete(uid);
     const fullName = podFullName(pod);
+    if (isMirrorPod(pod)) {
+      if (this.mirrorByFullName.get(fullName)?.metadata?.uid === uid) this.mirrorByFullName.delete(fullName);
+      this.mirrorUidToFullName.delete(uid);
+      return;
+    }
+    this.byUid.delete(uid);
     if (this.byFullName.get(fullName)?.metadata?.uid === uid) this.byFullName.delete(fullName);
   }
 
@@ -33,7 +49,28 @@ export class PodManager {
     return this.byFullName.get(fullName);
   }
 
+  /** The pods to run (static and API pods; not mirror pods). */
   getPods(): V1Pod[] {
     return [...this.byUid.values()];
+  }
+
+  getMirrorPodByPod(pod: V1Pod): V1Pod | undefined {
+    return this.mirrorByFullName.get(podFullName(pod));
+  }
+
+  /** The static pod a mirror pod stands for. */
+  getPodByMirrorPod(mirrorPod: V1Pod): V1Pod | undefined {
+    return this.byFullName.get(podFullName(mirrorPod));
+  }
+
+  /** A mirror pod's UID maps to its static pod's UID (Go: TranslatePodUID); other UIDs stay. */
+  translatePodUID(uid: string): string {
+    const fullName = this.mirrorUidToFullName.get(uid);
+    return (fullName && this.byFullName.get(fullName)?.metadata?.uid) || uid;
+  }
+
+  /** Mirror pods whose static pod is gone. */
+  getOrphanedMirrorPodNames(): string[] {
+    return [...this.mirrorByFullName.keys()].filter((fullName) => !this.byFullName.has(fullName));
   }
 }
