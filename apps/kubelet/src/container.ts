@@ -14,7 +14,7 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
 import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { KubeletEventRecorder, KubeletStatusManager, BasicMirrorClient, syncMirrorPod, deleteOrphanedMirrorPods } from '@kubelet-ts/status-manager';
-import { ClientNodeKubeClient, NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
+import { NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
 import { ConfigError } from './config.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
