@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
@@ -186,7 +187,14 @@ export class Kubelet implements PodSyncer {
     return idle > threshold ? new Error(`sync Loop took longer than expected: last activity ${Math.round(idle / 1000)}s ago`) : undefined;
   }
 
-  private async runLoops(signal: AbortSignal): Promise<void> {
+  private async runLoops(outer: AbortSignal): Promise<void> {
+    // Every loop and every pending wait listens on one signal: more than Node's leak warning threshold (10)
+    // by design, so the loops get their own signal with a limit that still catches a real leak.
+    const stopping = new AbortController();
+    setMaxListeners(100, stopping.signal);
+    if (outer.aborted) stopping.abort(outer.reason);
+    else outer.addEventListener('abort', () => stopping.abort(outer.reason), { once: true });
+    const signal = stopping.signal;
     const { pleg, podSource } = this.options;
     const loops: Array<Promise<unknown>> = [];
     loops.push(until(() => this.updateRuntimeUp(), this.options.runtimeCheckPeriodMs ?? RUNTIME_CHECK_PERIOD_MS, signal, this.clock, { logger: this.logger, name: 'updateRuntimeUp' }));
