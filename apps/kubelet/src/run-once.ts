@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { type Clock, type Logger, type PodUpdate } from '@kubelet-ts/core';
+import { findContainerStatusByName, type Clock, type Logger, type PodUpdate } from '@kubelet-ts/core';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { podRef } from './kubelet.js';
 
@@ -27,8 +27,7 @@ export interface RunOnceDeps {
 async function isPodRunning(runtime: KubeletRuntime, pod: V1Pod): Promise<{ running: boolean; status: Awaited<ReturnType<KubeletRuntime['getPodStatus']>> }> {
   const status = await runtime.getPodStatus(pod.metadata!.uid!, pod.metadata!.name!, pod.metadata!.namespace!);
   for (const container of pod.spec?.containers ?? []) {
-    const newest = status.containerStatuses.filter((c) => c.name === container.name).sort((a, b) => b.createdAt - a.createdAt)[0];
-    if (!newest || newest.state !== 'running') return { running: false, status };
+    if (findContainerStatusByName(status, container.name)?.state !== 'running') return { running: false, status };
   }
   return { running: true, status };
 }
