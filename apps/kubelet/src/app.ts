@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import type { DependencyContainer } from 'tsyringe';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { Clock, Logger } from '@kubelet-ts/core';
+import { nodeReference, type Clock, type Logger } from '@kubelet-ts/core';
 import type { RemoteImageService, RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import type { LocalRuntime } from '@kubelet-ts/local-runtime';
 import type { PodSourceConfig } from '@kubelet-ts/pod-config';
@@ -70,7 +70,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
         (part): part is NonNullable<typeof part> => part !== undefined,
       );
   for (const part of apiServerParts) part.start();
-  recorder.event({ kind: 'Node', name: config.nodeName, uid: config.nodeName, namespace: '' }, 'Normal', 'Starting', 'Starting kubelet.');
+  recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
 
   let healthz: HealthzServer | undefined;
   let healthzPort: number | undefined;

@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
-import { PodCache, createLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { PodCache, createLogger, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { RemoteImageService, RemoteRuntimeService, type ImageService, type RuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
 import { PodWorkers, type PodSyncer } from '@kubelet-ts/pod-workers';
 import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-config';
 import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
-import { CriImageFsStatsProvider, RealImageGCManager, nodeReference } from '@kubelet-ts/image-gc';
+import { CriImageFsStatsProvider, RealImageGCManager } from '@kubelet-ts/image-gc';
 import { ContainerGC } from '@kubelet-ts/container-gc';
 import { ProbeManager } from '@kubelet-ts/prober';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
@@ -108,7 +108,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'node-status' }),
         // Resolved per check: the kubelet (and its PLEG) exist by the time the first status is computed.
         healthChecks: () => ({ runtimeErrors: c.resolve<Kubelet>(Tokens.Kubelet).runtimeState.runtimeErrors() }),
-        recordEvent: (event) => recorder.event({ kind: 'Node', name: config.nodeName, uid: config.nodeName, namespace: '' }, event.type, event.reason, event.message),
+        recordEvent: (event) => recorder.event(nodeReference(config.nodeName), event.type, event.reason, event.message),
         registerNode: config.registerNode,
         nodeLabels: config.nodeLabels,
         registerWithTaints: config.registerWithTaints,

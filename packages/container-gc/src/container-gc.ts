@@ -2,7 +2,7 @@
 // kuberuntime.containerGC, plus the container GC loop of Kubelet.StartGarbageCollection).
 import { join } from 'node:path';
 import type { V1ObjectReference } from '@kubernetes/client-node';
-import { noopLogger, realClock, until, type Clock, type Logger } from '@kubelet-ts/core';
+import { KubeletEventReason, noopEventRecorder, noopLogger, realClock, until, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import { isNotFound, type RuntimeService } from '@kubelet-ts/cri-client';
 import {
   DEFAULT_POD_LOGS_ROOT_DIRECTORY,
@@ -19,7 +19,6 @@ import {
   type PodStateProvider,
   type SandboxGCInfo,
 } from './evict.js';
-import { ContainerGCEventReason, noopGCEventRecorder, type GCEventRecorder } from './events.js';
 import { isNotExist, nodeGCFs, type ContainerGCFs } from './fs.js';
 import { containerGCPolicyWithDefaults, validateContainerGCPolicy, type ContainerGCPolicy } from './policy.js';
 
@@ -56,7 +55,7 @@ export interface ContainerGCOptions {
   allSourcesReady?: () => boolean;
   clock?: Clock;
   logger?: Logger;
-  recorder?: GCEventRecorder;
+  recorder?: EventRecorder;
   /** The object ContainerGCFailed events are reported on. Default `{ kind: 'Node', name: '' }`. */
   nodeRef?: V1ObjectReference;
   fs?: ContainerGCFs;
@@ -81,7 +80,7 @@ export class ContainerGC implements ContainerGarbageCollector {
   private allSourcesReady: () => boolean;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly recorder: GCEventRecorder;
+  private readonly recorder: EventRecorder;
   private readonly nodeRef: V1ObjectReference;
   private readonly fs: ContainerGCFs;
   private readonly killContainerFn: (container: ContainerGCInfo, message: string) => Promise<void>;
@@ -104,7 +103,7 @@ export class ContainerGC implements ContainerGarbageCollector {
     this.allSourcesReady = opts.allSourcesReady ?? (() => true);
     this.clock = opts.clock ?? realClock;
     this.logger = opts.logger ?? noopLogger;
-    this.recorder = opts.recorder ?? noopGCEventRecorder;
+    this.recorder = opts.recorder ?? noopEventRecorder;
     this.nodeRef = opts.nodeRef ?? { kind: 'Node', name: '' };
     this.fs = opts.fs ?? nodeGCFs;
     this.killContainerFn = opts.killContainer ?? ((container) => this.stopUnknownContainer(container));
@@ -139,7 +138,7 @@ export class ContainerGC implements ContainerGarbageCollector {
     } catch (err) {
       if (signal.aborted) return;
       this.logger.error('Container garbage collection failed', err);
-      this.recorder.event(this.nodeRef, 'Warning', ContainerGCEventReason.ContainerGCFailed, errorText(err));
+      this.recorder.event(this.nodeRef, 'Warning', KubeletEventReason.ContainerGCFailed, errorText(err));
       this.loggedFailure = true;
       return;
     }

@@ -17,7 +17,7 @@ export {
   type PodStateProvider,
   type SandboxGCInfo,
 } from './evict.js';
-export { ContainerGCEventReason, noopGCEventRecorder, type GCEventRecorder, type GCEventType } from './events.js';
+export { KubeletEventReason, noopEventRecorder, nodeReference, type EventRecorder, type EventType } from '@kubelet-ts/core';
 export { nodeGCFs, type ContainerGCFs } from './fs.js';
 export {
   CONTAINER_GC_PERIOD_MS,

@@ -1,29 +1,21 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingEventRecorder, RecordingLogger } from '@kubelet-ts/core/testing';
 import { FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
 import { KUBERNETES_CONTAINER_NAME_LABEL, KUBERNETES_POD_NAME_LABEL, KUBERNETES_POD_NAMESPACE_LABEL, KUBERNETES_POD_UID_LABEL } from '@kubelet-ts/runtime-manager';
 import { ContainerGC, type ContainerGCOptions, type ContainerGCPolicy } from '../src/index.js';
 import { FakePodStateProvider } from '../src/testing.js';
-import type { V1ObjectReference } from '@kubernetes/client-node';
 
 export const MINUTE = 60_000;
-
-export class Recorder {
-  readonly events: { object: V1ObjectReference; type: string; reason: string; message: string }[] = [];
-  event(object: V1ObjectReference, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    this.events.push({ object, type, reason, message });
-  }
-}
 
 export interface Env {
   clock: FakeClock;
   runtime: FakeRuntimeService;
   pods: FakePodStateProvider;
   logger: RecordingLogger;
-  recorder: Recorder;
+  recorder: RecordingEventRecorder;
   logRoot: string;
   gc: ContainerGC;
 }
@@ -37,7 +29,7 @@ export function setup(
   const runtime = new FakeRuntimeService(clock);
   const pods = new FakePodStateProvider();
   const logger = new RecordingLogger();
-  const recorder = new Recorder();
+  const recorder = new RecordingEventRecorder();
   const logRoot = mkdtempSync(join(tmpdir(), 'container-gc-'));
   t.teardown(() => rmSync(logRoot, { recursive: true, force: true }));
   const gc = new ContainerGC({

@@ -1,9 +1,8 @@
 import t from 'tap';
 import { FakePodWorkers } from '@kubelet-ts/pod-workers/testing';
-import type { EventRecorder } from '@kubelet-ts/runtime-manager';
-import { noopEventRecorder } from '@kubelet-ts/runtime-manager';
-import type { GCEventRecorder as ImageGCEventRecorder } from '@kubelet-ts/image-gc';
-import { evictableContainers, planContainerEviction, type ContainerGarbageCollector, type GCEventRecorder, type PodStateProvider } from '../src/index.js';
+import * as core from '@kubelet-ts/core';
+import * as imageGC from '@kubelet-ts/image-gc';
+import { evictableContainers, nodeReference, noopEventRecorder, planContainerEviction, type ContainerGarbageCollector, type PodStateProvider } from '../src/index.js';
 import { FakeContainerGC, FakePodStateProvider } from '../src/testing.js';
 
 t.test('FakeContainerGC records calls', async (t) => {
@@ -27,16 +26,16 @@ t.test('FakeContainerGC records calls', async (t) => {
   t.equal(fake.started, false);
 });
 
-t.test('PodWorkers (and its fake) are PodStateProviders; recorders are interchangeable', async (t) => {
+t.test('PodWorkers (and its fake) are PodStateProviders; the recorder names are core\'s, as image GC\'s', async (t) => {
   const workers = new FakePodWorkers();
   workers.removeContent.add('a');
   const provider: PodStateProvider = workers;
   t.equal(provider.shouldPodContentBeRemoved('a'), true);
   t.equal(provider.shouldPodContentBeRemoved('b'), false);
-  const fromRuntimeManager: EventRecorder = noopEventRecorder;
-  const recorder: GCEventRecorder = fromRuntimeManager;
-  const imageGC: ImageGCEventRecorder = recorder;
-  imageGC.event({ kind: 'Node', name: 'n' }, 'Warning', 'ContainerGCFailed', 'm');
+  t.equal(noopEventRecorder, core.noopEventRecorder);
+  t.equal(noopEventRecorder, imageGC.noopEventRecorder);
+  t.equal(nodeReference, core.nodeReference);
+  noopEventRecorder.event(nodeReference('n'), 'Warning', 'ContainerGCFailed', 'm');
 });
 
 t.test('FakePodStateProvider', async (t) => {

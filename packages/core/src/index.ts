@@ -8,3 +8,4 @@ export * from './runtime-model.js';
 export * from './pod-cache.js';
 export * from './container-runtime.js';
 export * from './duration.js';
+export * from './events.js';

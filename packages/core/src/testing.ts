@@ -1,5 +1,6 @@
 // Test doubles for the core contracts, published as `@kubelet-ts/core/testing`.
 import { sleepWithClock, type Clock, type TimerHandle } from './clock.js';
+import type { EventDetails, EventObject, EventRecorder, EventType } from './events.js';
 import { errorText, type KeyValues, type Logger, type VerboseLogger } from './logger.js';
 
 interface FakeTimer {
@@ -224,5 +225,50 @@ export class RecordingLogger implements Logger {
     const entry: LogEntry = { level, v, msg, kv: { ...this.baseKv, ...kv } };
     if (err !== undefined) entry.err = err;
     this.entries.push(entry);
+  }
+}
+
+export interface RecordedEvent {
+  /** The object as the component passed it (a V1Pod, a node reference...). */
+  object: EventObject;
+  type: EventType;
+  reason: string;
+  message: string;
+  /** Only set when the component passed details. */
+  details?: EventDetails;
+}
+
+/** An EventRecorder that keeps every event for assertions. */
+export class RecordingEventRecorder implements EventRecorder {
+  readonly events: RecordedEvent[] = [];
+
+  event(object: EventObject, type: EventType, reason: string, message: string, details?: EventDetails): void {
+    const recorded: RecordedEvent = { object, type, reason, message };
+    if (details !== undefined) recorded.details = details;
+    this.events.push(recorded);
+  }
+
+  /** The reasons recorded, in order. */
+  reasons(): string[] {
+    return this.events.map((e) => e.reason);
+  }
+
+  /** The messages recorded, optionally only those with one reason. */
+  messages(reason?: string): string[] {
+    return this.events.filter((e) => reason === undefined || e.reason === reason).map((e) => e.message);
+  }
+
+  /** The first event with a reason. */
+  find(reason: string): RecordedEvent | undefined {
+    return this.events.find((e) => e.reason === reason);
+  }
+
+  /** Events as `Type Reason message` lines, handy in assertion messages. */
+  lines(): string[] {
+    return this.events.map((e) => `${e.type} ${e.reason} ${e.message}`);
+  }
+
+  clear(): void {
+    this.events.length = 0;
   }
 }

@@ -30,12 +30,16 @@ t.test('the public API exports what other packages are written against', async (
     'formatContainerID',
     'findContainerStatusByName',
     'PodCache',
+    'noopEventRecorder',
+    'nodeReference',
   ];
   for (const name of expected) t.ok(name in core, name);
   t.notOk('FakeClock' in core, 'test doubles stay in ./testing');
   t.notOk('RecordingLogger' in core);
+  t.notOk('RecordingEventRecorder' in core);
   t.type(testing.FakeClock, 'function');
   t.type(testing.RecordingLogger, 'function');
+  t.type(testing.RecordingEventRecorder, 'function');
 });
 
 t.test('FakeClock and RecordingLogger satisfy the core interfaces', async (t) => {

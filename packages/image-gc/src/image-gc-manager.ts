@@ -1,9 +1,8 @@
 // The kubelet's image garbage collector (Go: pkg/kubelet/images/image_gc_manager.go, plus the image GC
 // loop of Kubelet.StartGarbageCollection).
 import type { V1ObjectReference } from '@kubernetes/client-node';
-import { noopLogger, realClock, until, type Clock, type Logger } from '@kubelet-ts/core';
+import { KubeletEventReason, noopEventRecorder, noopLogger, realClock, until, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { ImageService, RuntimeService, runtimeapi } from '@kubelet-ts/cri-client';
-import { ImageGCEventReason, noopGCEventRecorder, type GCEventRecorder } from './events.js';
 import { formatGoDuration, imageGCPolicyWithDefaults, validateImageGCPolicy, type ImageGCPolicy } from './policy.js';
 import { CriImageFsStatsProvider, errorText, type ImageFsStatsProvider } from './stats.js';
 
@@ -76,8 +75,8 @@ export interface RealImageGCManagerOptions {
   imageFsPath?: string;
   clock?: Clock;
   logger?: Logger;
-  recorder?: GCEventRecorder;
-  /** The object events are reported on. Default: `{ kind: 'Node', name: '' }`. */
+  recorder?: EventRecorder;
+  /** The object events are reported on (the kubelet passes core's `nodeReference(nodeName)`). Default: `{ kind: 'Node', name: '' }`. */
   nodeRef?: V1ObjectReference;
   /** Period of GarbageCollect in start(). Default 5 min (Go: ImageGCPeriod). */
   gcPeriodMs?: number;
@@ -100,7 +99,7 @@ export class RealImageGCManager implements ImageGCManager {
   private readonly statsProvider: ImageFsStatsProvider;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly recorder: GCEventRecorder;
+  private readonly recorder: EventRecorder;
   private readonly nodeRef: V1ObjectReference;
   private readonly gcPeriodMs: number;
   private readonly detectPeriodMs: number;
@@ -126,7 +125,7 @@ export class RealImageGCManager implements ImageGCManager {
     this.statsProvider = opts.statsProvider ?? new CriImageFsStatsProvider({ imageService: opts.imageService, imageFsPath: opts.imageFsPath });
     this.clock = opts.clock ?? realClock;
     this.logger = opts.logger ?? noopLogger;
-    this.recorder = opts.recorder ?? noopGCEventRecorder;
+    this.recorder = opts.recorder ?? noopEventRecorder;
     this.nodeRef = opts.nodeRef ?? { kind: 'Node', name: '' };
     this.gcPeriodMs = opts.gcPeriodMs ?? IMAGE_GC_PERIOD_MS;
     this.detectPeriodMs = opts.detectPeriodMs ?? IMAGE_DETECT_PERIOD_MS;
@@ -203,7 +202,7 @@ export class RealImageGCManager implements ImageGCManager {
       if (this.prevImageGCFailed) {
         this.logger.error('Image garbage collection failed multiple times in a row', err);
         // Only create an event for repeated failures.
-        this.recorder.event(this.nodeRef, 'Warning', ImageGCEventReason.ImageGCFailed, errorText(err));
+        this.recorder.event(this.nodeRef, 'Warning', KubeletEventReason.ImageGCFailed, errorText(err));
       } else {
         this.logger.error('Image garbage collection failed once. Stats initialization may not have completed yet', err);
       }
@@ -264,7 +263,7 @@ export class RealImageGCManager implements ImageGCManager {
       }
       if (capacity === 0) {
         const err = new Error('invalid capacity 0 on image filesystem');
-        this.recorder.event(this.nodeRef, 'Warning', ImageGCEventReason.InvalidDiskCapacity, err.message);
+        this.recorder.event(this.nodeRef, 'Warning', KubeletEventReason.InvalidDiskCapacity, err.message);
         throw err;
       }
 
@@ -283,7 +282,7 @@ export class RealImageGCManager implements ImageGCManager {
           const err = new Error(
             `Failed to garbage collect required amount of images. Attempted to free ${amountToFree} bytes, but only found ${freed} bytes eligible to free.`,
           );
-          this.recorder.event(this.nodeRef, 'Warning', ImageGCEventReason.FreeDiskSpaceFailed, err.message);
+          this.recorder.event(this.nodeRef, 'Warning', KubeletEventReason.FreeDiskSpaceFailed, err.message);
           throw err;
         }
       }

@@ -14,7 +14,7 @@ export {
   type StatfsFunction,
   type StatfsResult,
 } from './stats.js';
-export { ImageGCEventReason, noopGCEventRecorder, nodeReference, type GCEventRecorder, type GCEventType } from './events.js';
+export { KubeletEventReason, noopEventRecorder, nodeReference, type EventRecorder, type EventType } from '@kubelet-ts/core';
 export {
   FREE_ALL_BYTES,
   IMAGE_DETECT_PERIOD_MS,

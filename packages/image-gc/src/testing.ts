@@ -1,8 +1,9 @@
 // Test doubles for image GC, published as `@kubelet-ts/image-gc/testing`.
-import type { GCEventRecorder, GCEventType } from './events.js';
 import type { ImageGCManager, ImageInfo } from './image-gc-manager.js';
 import type { ImageFsStats, ImageFsStatsProvider } from './stats.js';
-import type { V1ObjectReference } from '@kubernetes/client-node';
+
+/** The recording EventRecorder, from `@kubelet-ts/core/testing`. */
+export { RecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
 
 export type FakeImageGCMethod = 'garbageCollect' | 'deleteUnusedImages' | 'start' | 'stop';
 
@@ -68,25 +69,5 @@ export class FakeImageFsStatsProvider implements ImageFsStatsProvider {
     this.calls++;
     if (this.error) throw this.error;
     return { ...this.stats };
-  }
-}
-
-export interface RecordedGCEvent {
-  object: V1ObjectReference;
-  type: GCEventType;
-  reason: string;
-  message: string;
-}
-
-/** A GCEventRecorder keeping every event. */
-export class RecordingGCEventRecorder implements GCEventRecorder {
-  readonly events: RecordedGCEvent[] = [];
-
-  event(object: V1ObjectReference, type: GCEventType, reason: string, message: string): void {
-    this.events.push({ object, type, reason, message });
-  }
-
-  reasons(): string[] {
-    return this.events.map((e) => e.reason);
   }
 }

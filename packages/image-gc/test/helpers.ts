@@ -1,7 +1,7 @@
-import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingEventRecorder, RecordingLogger } from '@kubelet-ts/core/testing';
 import { FakeImageService, FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
 import { RealImageGCManager, type ImageGCPolicy, type RealImageGCManagerOptions, type RemovedImage } from '../src/index.js';
-import { FakeImageFsStatsProvider, RecordingGCEventRecorder } from '../src/testing.js';
+import { FakeImageFsStatsProvider } from '../src/testing.js';
 
 export const MiB = 1024 * 1024;
 export const MINUTE = 60_000;
@@ -12,7 +12,7 @@ export interface Env {
   runtime: FakeRuntimeService;
   stats: FakeImageFsStatsProvider;
   logger: RecordingLogger;
-  recorder: RecordingGCEventRecorder;
+  recorder: RecordingEventRecorder;
   removed: RemovedImage[];
   manager: RealImageGCManager;
 }
@@ -23,7 +23,7 @@ export function setup(policy: Partial<ImageGCPolicy> = {}, extra: Partial<RealIm
   const runtime = new FakeRuntimeService(clock);
   const stats = new FakeImageFsStatsProvider();
   const logger = new RecordingLogger();
-  const recorder = new RecordingGCEventRecorder();
+  const recorder = new RecordingEventRecorder();
   const removed: RemovedImage[] = [];
   const manager = new RealImageGCManager({
     imageService: images,

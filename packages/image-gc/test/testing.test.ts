@@ -1,8 +1,8 @@
 import t from 'tap';
-import type { EventRecorder } from '@kubelet-ts/runtime-manager';
-import { noopEventRecorder } from '@kubelet-ts/runtime-manager';
-import { RealImageGCManager, nodeReference, noopGCEventRecorder, type GCEventRecorder, type ImageGCManager } from '../src/index.js';
-import { FakeImageFsStatsProvider, FakeImageGCManager, RecordingGCEventRecorder } from '../src/testing.js';
+import * as core from '@kubelet-ts/core';
+import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
+import { RealImageGCManager, nodeReference, noopEventRecorder, type ImageGCManager } from '../src/index.js';
+import { FakeImageFsStatsProvider, FakeImageGCManager, RecordingEventRecorder as ReexportedRecorder } from '../src/testing.js';
 import { FakeImageService, FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
 
 t.test('FakeImageGCManager records calls and fails on demand', async (t) => {
@@ -34,15 +34,22 @@ t.test('FakeImageFsStatsProvider', async (t) => {
   t.equal(stats.calls, 2);
 });
 
-t.test('recorders: runtime-manager\'s EventRecorder fits, the default drops events', async (t) => {
-  const fromRuntimeManager: EventRecorder = noopEventRecorder;
-  const recorder: GCEventRecorder = fromRuntimeManager; // type-level compatibility
-  recorder.event(nodeReference('n1'), 'Warning', 'ImageGCFailed', 'x');
-  noopGCEventRecorder.event(nodeReference('n1'), 'Normal', 'r', 'm');
+t.test('the recorder names are core\'s, re-exported; the default drops events', async (t) => {
+  t.equal(noopEventRecorder, core.noopEventRecorder);
+  t.equal(nodeReference, core.nodeReference);
+  t.equal(ReexportedRecorder, RecordingEventRecorder);
+  noopEventRecorder.event(nodeReference('n1'), 'Normal', 'r', 'm');
   t.same(nodeReference('n1'), { kind: 'Node', name: 'n1', uid: 'n1', namespace: '' });
-  const rec = new RecordingGCEventRecorder();
-  rec.event(nodeReference('n1'), 'Warning', 'FreeDiskSpaceFailed', 'm');
-  t.same(rec.reasons(), ['FreeDiskSpaceFailed']);
+  const rec = new RecordingEventRecorder();
+  const gc = new RealImageGCManager({
+    imageService: new FakeImageService(),
+    runtimeService: new FakeRuntimeService(),
+    statsProvider: new FakeImageFsStatsProvider({ capacityBytes: 0, availableBytes: 0 }),
+    recorder: rec,
+    nodeRef: nodeReference('n1'),
+  });
+  await t.rejects(gc.garbageCollect(), { message: 'invalid capacity 0 on image filesystem' });
+  t.same(rec.events, [{ object: nodeReference('n1'), type: 'Warning', reason: 'InvalidDiskCapacity', message: 'invalid capacity 0 on image filesystem' }]);
   // Defaults: a manager needs only the two services.
   const manager = new RealImageGCManager({ imageService: new FakeImageService(), runtimeService: new FakeRuntimeService() });
   t.same(manager.policy, { highThresholdPercent: 85, lowThresholdPercent: 80, minAgeMs: 120_000, maxAgeMs: 0 });

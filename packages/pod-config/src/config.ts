@@ -6,16 +6,18 @@ import {
   PodOperation,
   PodSource,
   isMirrorPod,
+  noopEventRecorder,
   noopLogger,
   podFullName,
   realClock,
   type Clock,
+  type EventRecorder,
   type Logger,
   type PodSourceName,
   type PodUpdate,
+  KubeletEventReason,
 } from '@kubelet-ts/core';
 import { deepCopy, deepEqual } from './equality.js';
-import { FailedValidationReason, noopRecorder, type EventRecorder } from './recorder.js';
 import { formatRFC3339Nano } from './static-pod.js';
 import { UpdateQueue } from './update-queue.js';
 
@@ -181,7 +183,7 @@ export class PodConfig {
     }
     this.clock = opts.clock ?? realClock;
     this.logger = opts.logger ?? noopLogger;
-    this.recorder = opts.recorder ?? noopRecorder;
+    this.recorder = opts.recorder ?? noopEventRecorder;
     this.queue = new UpdateQueue(opts.bufferSize ?? 50);
   }
 
@@ -361,7 +363,7 @@ export class PodConfig {
         firstSource: owner.source,
         firstUID: owner.uid,
       });
-      this.recorder.eventf(p.pod, 'Warning', FailedValidationReason, message);
+      this.recorder.event(p.pod, 'Warning', KubeletEventReason.FailedValidation, message);
     }
     for (const name of freed) {
       if (this.owners.has(name)) continue;
@@ -390,10 +392,10 @@ export class PodConfig {
       if (names.has(name)) {
         this.counters.duplicates++;
         this.logger.info('Pod failed validation due to duplicate pod name, ignoring', { index: i, pod: podRefText(pod), source });
-        this.recorder.eventf(
+        this.recorder.event(
           pod,
           'Warning',
-          FailedValidationReason,
+          KubeletEventReason.FailedValidation,
           `Error validating pod ${podRefText(pod)} from ${source} due to duplicate pod name ${JSON.stringify(pod.metadata?.name ?? '')}, ignoring`,
         );
         return;

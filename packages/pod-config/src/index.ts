@@ -47,6 +47,6 @@ export {
   type FieldError,
   type FieldErrorType,
 } from './validation.js';
-export { FailedValidationReason, noopRecorder, type EventRecorder } from './recorder.js';
+export { KubeletEventReason, noopEventRecorder, type EventRecorder } from '@kubelet-ts/core';
 export { deepEqual } from './equality.js';
 export { deserializePod, serializePod } from './serializer.js';

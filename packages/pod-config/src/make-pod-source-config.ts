@@ -1,10 +1,9 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { PodSource, noopLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import { PodSource, noopLogger, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import { ApiserverSource, type PodListerWatcher } from './apiserver-source.js';
 import { PodConfig, type PodConfigMode } from './config.js';
 import { FileSource } from './file-source.js';
 import { HttpSource, parseManifestUrlHeader, type ManifestUrlHeader } from './http-source.js';
-import type { EventRecorder } from './recorder.js';
 
 export interface PodSourceConfigOptions {
   nodeName: string;

@@ -7,17 +7,16 @@ import {
   PodOperation,
   type PodUpdate,
 } from '@kubelet-ts/core';
-import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
-import { PodConfig, checkAndUpdatePod, isAnnotationMapEqual, type EventRecorder, type PodConfigMode } from '../src/index.js';
+import { FakeClock, RecordingEventRecorder, RecordingLogger } from '@kubelet-ts/core/testing';
+import { PodConfig, checkAndUpdatePod, isAnnotationMapEqual, type PodConfigMode } from '../src/index.js';
 import { FakePodSource, drainUpdates, makeTestPod, summarize } from '../src/testing.js';
 
 function setup(mode: PodConfigMode = 'incremental', bufferSize?: number) {
   const clock = new FakeClock(Date.parse('2026-01-01T00:00:00Z'));
   const logger = new RecordingLogger();
-  const events: { pod: string; type: string; reason: string; message: string }[] = [];
-  const recorder: EventRecorder = { eventf: (pod, type, reason, message) => events.push({ pod: pod.metadata?.name ?? '', type, reason, message }) };
+  const recorder = new RecordingEventRecorder();
   const config = new PodConfig({ mode, clock, logger, recorder, bufferSize });
-  return { clock, logger, events, config };
+  return { clock, logger, events: recorder.events, config };
 }
 
 const pod = (name: string, extra: Parameters<typeof makeTestPod>[0] extends infer O ? Partial<O> : never = {}): V1Pod => makeTestPod({ name, ...extra });
@@ -252,6 +251,7 @@ t.test('duplicate full names within one update: the first wins and the duplicate
   t.equal(updates[0].pods[0].metadata?.uid, 'u1');
   t.equal(events.length, 1);
   t.match(events[0], { type: 'Warning', reason: 'FailedValidation', message: /duplicate pod name "a"/ });
+  t.match(events[0].object, { metadata: { name: 'a', uid: 'u2' } }, 'the event is about the duplicate pod');
   t.ok(logger.find('Pod failed validation due to duplicate pod name, ignoring'));
   t.equal(config.stats().duplicates, 1);
 });

@@ -12,7 +12,7 @@ export { httpProbe, httpGetUrl, probeRequestHeaders, createProbeAgent, type Http
 export { tcpProbe, type TcpProbeOptions } from './tcp.js';
 export { grpcProbe, healthCheckService, type GrpcProbeOptions } from './grpc.js';
 export { resolveContainerPort } from './port.js';
-export { noopEventRecorder, ProbeEventReason, type EventRecorder, type EventDetails, type EventType } from './events.js';
+export { KubeletEventReason, noopEventRecorder, type EventRecorder, type EventDetails, type EventType } from '@kubelet-ts/core';
 export { ResultsManager, type ProbeResult, type ProbeResultLookup, type ResultUpdate, type ResultsManagerOptions } from './results.js';
 export {
   Prober,

@@ -1,7 +1,6 @@
 // The probe manager (Go: pkg/kubelet/prober/prober_manager.go).
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
-import type { EventRecorder } from './events.js';
+import { noopLogger, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { ExecRunner } from './exec.js';
 import { Prober, probeTypeName, type ContainerProber, type ProbeType } from './prober.js';
 import { ResultsManager } from './results.js';

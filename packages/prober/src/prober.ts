@@ -1,8 +1,7 @@
 // Runs one probe of a container and reports it (Go: pkg/kubelet/prober/prober.go).
 import type { V1Container, V1Pod, V1PodStatus, V1Probe } from '@kubernetes/client-node';
-import { noopLogger, parseContainerID, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { KubeletEventReason, noopEventRecorder, noopLogger, parseContainerID, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { Agent } from 'undici';
-import { noopEventRecorder, ProbeEventReason, type EventRecorder } from './events.js';
 import { execProbe, expandCommand, type ExecRunner } from './exec.js';
 import { grpcProbe } from './grpc.js';
 import { createProbeAgent, httpGetUrl, httpProbe } from './http.js';
@@ -96,15 +95,15 @@ export class Prober implements ContainerProber {
         this.logger.v(3).info('Probe succeeded', kv);
         return 'success';
       case 'warning':
-        this.recorder.event(pod, 'Warning', ProbeEventReason.ContainerProbeWarning, `${name} probe warning: ${response.output}`, details);
+        this.recorder.event(pod, 'Warning', KubeletEventReason.ContainerProbeWarning, `${name} probe warning: ${response.output}`, details);
         this.logger.v(3).info('Probe succeeded with a warning', { ...kv, output: response.output });
         return 'success';
       case 'failure':
-        this.recorder.event(pod, 'Warning', ProbeEventReason.ContainerUnhealthy, `${name} probe failed: ${response.output}`, details);
+        this.recorder.event(pod, 'Warning', KubeletEventReason.ContainerUnhealthy, `${name} probe failed: ${response.output}`, details);
         this.logger.v(1).info('Probe failed', { ...kv, probeResult: 'failure', output: response.output });
         return 'failure';
       default:
-        this.recorder.event(pod, 'Warning', ProbeEventReason.ContainerUnhealthy, `${name} probe errored: ${response.output}`, details);
+        this.recorder.event(pod, 'Warning', KubeletEventReason.ContainerUnhealthy, `${name} probe errored: ${response.output}`, details);
         this.logger.v(1).info('Probe errored', { ...kv, err: response.output });
         return 'failure';
     }

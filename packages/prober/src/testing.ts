@@ -1,10 +1,11 @@
 // Test doubles for @kubelet-ts/prober, published as `@kubelet-ts/prober/testing`.
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { EventDetails, EventRecorder, EventType } from './events.js';
 import type { ContainerProber, ProbeType } from './prober.js';
 import { ResultsManager } from './results.js';
 
 export { ResultsManager };
+/** The recording EventRecorder, from `@kubelet-ts/core/testing`. */
+export { RecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
 
 export interface FakeProbeCall {
   type: ProbeType;
@@ -45,27 +46,6 @@ export class FakeProber implements ContainerProber {
       if (seq && seq.length > 0) return seq.shift() as FakeAnswer;
     }
     return this.answers.get(`${type}/${container.name}`) ?? this.answers.get(`${type}/*`) ?? this.defaultResult;
-  }
-}
-
-export interface RecordedEvent {
-  pod: string;
-  type: EventType;
-  reason: string;
-  message: string;
-  details?: EventDetails;
-}
-
-/** An EventRecorder that keeps what it is told. */
-export class RecordingEventRecorder implements EventRecorder {
-  readonly events: RecordedEvent[] = [];
-
-  event(pod: V1Pod, type: EventType, reason: string, message: string, details?: EventDetails): void {
-    this.events.push({ pod: `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`, type, reason, message, details });
-  }
-
-  messages(reason?: string): string[] {
-    return this.events.filter((e) => !reason || e.reason === reason).map((e) => e.message);
   }
 }
 

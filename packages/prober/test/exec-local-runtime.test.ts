@@ -8,7 +8,7 @@ import type { V1PodStatus } from '@kubernetes/client-node';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { ProbeManager } from '../src/index.js';
-import { RecordingEventRecorder } from '../src/testing.js';
+import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import { execSuite, startSleeper, type ExecTarget } from './exec-suite.js';
 import { makePod, running } from './helpers.js';
 

@@ -6,7 +6,7 @@ import { pollUntil } from '@kubelet-ts/core';
 import { isNotFound, type RuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
 import type { V1Container } from '@kubernetes/client-node';
 import { execProbe, Prober } from '../src/index.js';
-import { RecordingEventRecorder } from '../src/testing.js';
+import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import { makePod } from './helpers.js';
 
 export interface ExecTarget {

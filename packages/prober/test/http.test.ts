@@ -2,7 +2,7 @@ import t from 'tap';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { httpProbe, Prober, DEFAULT_PROBE_USER_AGENT, probeUserAgent } from '../src/index.js';
-import { RecordingEventRecorder } from '../src/testing.js';
+import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import { makePod } from './helpers.js';
 
 function listen(server: Server | ReturnType<typeof createTcpServer>): Promise<number> {

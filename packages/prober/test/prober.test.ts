@@ -1,6 +1,6 @@
 import t from 'tap';
 import { FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
-import { FakeClock } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import {
   execProbe,
   expandCommand,
@@ -13,7 +13,7 @@ import {
   probeUserAgent,
   resolveContainerPort,
 } from '../src/index.js';
-import { FakeExecRunner, RecordingEventRecorder } from '../src/testing.js';
+import { FakeExecRunner } from '../src/testing.js';
 import { makePod } from './helpers.js';
 
 const out = (stdout: string, stderr = '', exitCode = 0) => ({ stdout: Buffer.from(stdout), stderr: Buffer.from(stderr), exitCode });

@@ -2,9 +2,10 @@
 import t from 'tap';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { EventRecorder as RuntimeEventRecorder, ProbeResultLookup } from '@kubelet-ts/runtime-manager';
-import { httpProbe, ProbeManager, type EventRecorder } from '../src/index.js';
-import { RecordingEventRecorder } from '../src/testing.js';
+import type { ProbeResultLookup } from '@kubelet-ts/runtime-manager';
+import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
+import { httpProbe, ProbeManager } from '../src/index.js';
+import * as proberTesting from '../src/testing.js';
 
 t.test('node tool: probe an HTTP endpoint with Go semantics', async (t) => {
   const server: Server = createServer((req, res) => {
@@ -23,11 +24,10 @@ t.test('node tool: probe an HTTP endpoint with Go semantics', async (t) => {
   });
 });
 
-t.test('kubelet wiring: the results managers are the runtime manager\'s lookups, one recorder fits both', async (t) => {
+t.test('kubelet wiring: the results managers are the runtime manager\'s lookups, the recorder is core\'s', async (t) => {
   const recorder = new RecordingEventRecorder();
-  const asRuntimeRecorder: RuntimeEventRecorder = recorder;
-  const asProberRecorder: EventRecorder = asRuntimeRecorder;
-  const probes = new ProbeManager({ getPodStatus: () => undefined, recorder: asProberRecorder });
+  t.equal(proberTesting.RecordingEventRecorder, RecordingEventRecorder, './testing re-exports core\'s recorder');
+  const probes = new ProbeManager({ getPodStatus: () => undefined, recorder });
   const liveness: ProbeResultLookup = probes.livenessManager.lookup;
   const startup: ProbeResultLookup = probes.startupManager.lookup;
   probes.livenessManager.set('containerd://abc', 'failure', { uid: 'u' });

@@ -2,9 +2,8 @@ import t from 'tap';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { FakeClock } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import { grpcProbe, Prober, tcpProbe } from '../src/index.js';
-import { RecordingEventRecorder } from '../src/testing.js';
 import { makePod } from './helpers.js';
 
 async function closedPort(): Promise<number> {

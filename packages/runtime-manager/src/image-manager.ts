@@ -1,9 +1,8 @@
 // Image pulling per imagePullPolicy with a per pod+image pull backoff (Go: pkg/kubelet/images
 // image_manager.go and puller.go, kuberuntime_image.go).
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { Backoff, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { KubeletEventReason, Backoff, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { ImageService, runtimeapi } from '@kubelet-ts/cri-client';
-import { EventReason, type EventRecorder } from './events.js';
 import { containerFieldPath, formatGoDuration, grpcErrorText, podRef } from './helpers.js';
 
 /** Image pull backoff of the Go kubelet: 10 s doubling to 300 s per pod+image. */
@@ -133,7 +132,7 @@ export class ImageManager {
       image = applyDefaultImageTag(imgRef);
     } catch (err) {
       const message = `Failed to apply default image tag ${JSON.stringify(imgRef)}: ${(err as Error).message}`;
-      event('Warning', EventReason.FailedToInspectImage, message);
+      event('Warning', KubeletEventReason.FailedToInspectImage, message);
       log.warn(message);
       return { ok: false, reason: 'InvalidImageName', message };
     }
@@ -145,7 +144,7 @@ export class ImageManager {
       imageRef = await this.getImageRef(spec);
     } catch (err) {
       const message = `Failed to inspect image ${JSON.stringify(image)}: ${grpcErrorText(err)}`;
-      event('Warning', EventReason.FailedToInspectImage, message);
+      event('Warning', KubeletEventReason.FailedToInspectImage, message);
       log.warn(message);
       return { ok: false, reason: 'ImageInspectError', message };
     }
@@ -153,11 +152,11 @@ export class ImageManager {
     const policy = container.imagePullPolicy ?? defaultPullPolicy(imgRef);
     if (!shouldPullImage(policy, present)) {
       if (present) {
-        event('Normal', EventReason.PulledImage, `Container image ${JSON.stringify(imgRef)} already present on machine`);
+        event('Normal', KubeletEventReason.PulledImage, `Container image ${JSON.stringify(imgRef)} already present on machine`);
         return { ok: true, imageRef };
       }
       const message = `Container image ${JSON.stringify(imgRef)} is not present with pull policy of Never`;
-      event('Warning', EventReason.ErrImageNeverPullPolicy, message);
+      event('Warning', KubeletEventReason.ErrImageNeverPullPolicy, message);
       log.warn(message);
       return { ok: false, reason: 'ErrImageNeverPull', message };
     }
@@ -165,12 +164,12 @@ export class ImageManager {
     const backoffKey = `${pod.metadata?.uid ?? ''}_${imgRef}`;
     if (this.backoff.isInBackOffSinceUpdate(backoffKey, this.clock.now())) {
       const message = `Back-off pulling image ${JSON.stringify(imgRef)}`;
-      event('Normal', EventReason.BackOffPullImage, message);
+      event('Normal', KubeletEventReason.BackOffPullImage, message);
       log.v(2).info(message);
       return { ok: false, reason: 'ImagePullBackOff', message };
     }
 
-    event('Normal', EventReason.PullingImage, `Pulling image ${JSON.stringify(imgRef)}`);
+    event('Normal', KubeletEventReason.PullingImage, `Pulling image ${JSON.stringify(imgRef)}`);
     const queuedAt = this.clock.now();
     const auths = authsForImage(image, pullSecrets);
     const pull = async (): Promise<{ ref: string; pullMs: number }> => {
@@ -190,7 +189,7 @@ export class ImageManager {
     try {
       pulled = await this.serialize(pull);
     } catch (err) {
-      event('Warning', EventReason.FailedToPullImage, `Failed to pull image ${JSON.stringify(imgRef)}: ${grpcErrorText(err)}`);
+      event('Warning', KubeletEventReason.FailedToPullImage, `Failed to pull image ${JSON.stringify(imgRef)}: ${grpcErrorText(err)}`);
       log.warn('Failed to pull image', { err: grpcErrorText(err) });
       this.backoff.next(backoffKey, this.clock.now());
       return { ok: false, reason: 'ErrImagePull', message: grpcErrorText(err) };
@@ -204,7 +203,7 @@ export class ImageManager {
     const total = this.clock.now() - queuedAt;
     event(
       'Normal',
-      EventReason.PulledImage,
+      KubeletEventReason.PulledImage,
       `Successfully pulled image ${JSON.stringify(imgRef)} in ${formatGoDuration(pulled.pullMs)} (${formatGoDuration(total)} including waiting). Image size: ${size} bytes.`,
     );
     this.backoff.gc();

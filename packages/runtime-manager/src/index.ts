@@ -65,5 +65,5 @@ export {
   shouldContainerBeRestarted,
   parseQuantity,
 } from './helpers.js';
-export { EventReason, noopEventRecorder, type EventRecorder, type EventType, type EventDetails } from './events.js';
+export { KubeletEventReason, noopEventRecorder, type EventRecorder, type EventType, type EventDetails } from '@kubelet-ts/core';
 export { nodeFs, type RuntimeFs } from './fs.js';

@@ -7,6 +7,7 @@ import {
   createLogger,
   findContainerStatusByName,
   formatContainerID,
+  noopEventRecorder,
   realClock,
   type Backoff,
   type Clock,
@@ -14,6 +15,8 @@ import {
   type ContainerRuntime,
   type ContainerState,
   type ContainerStatus,
+  type EventRecorder,
+  type EventType,
   type Logger,
   type PodStatus,
   type PodSyncResult,
@@ -23,6 +26,7 @@ import {
   type RuntimeStatus,
   type SyncResult,
   podSyncError,
+  KubeletEventReason,
 } from '@kubelet-ts/core';
 import { isNotFound, readCriLog, type ImageService, type RuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
 import {
@@ -35,7 +39,6 @@ import {
   type ConfigMapAndSecretSource,
   type NodeInfoForPods,
 } from './container-config.js';
-import { EventReason, noopEventRecorder, type EventRecorder, type EventType } from './events.js';
 import { expandAll } from './expansion.js';
 import { isNotExist, nodeFs, type RuntimeFs } from './fs.js';
 import { hashContainer } from './hash.js';
@@ -502,7 +505,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     const changes = this.computePodActions(pod, podStatus);
     if (log.v(3).enabled) log.v(3).info('computePodActions got for pod', { podActions: describeActions(changes) });
     if (changes.createSandbox) {
-      if (changes.sandboxId !== '') this.event(pod, 'Normal', EventReason.SandboxChanged, 'Pod sandbox changed, it will be killed and re-created.');
+      if (changes.sandboxId !== '') this.event(pod, 'Normal', KubeletEventReason.SandboxChanged, 'Pod sandbox changed, it will be killed and re-created.');
       else log.v(4).info('SyncPod received new pod, will create a sandbox for it');
     }
 
@@ -551,7 +554,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
         createResult.error = 'CreatePodSandboxError';
         createResult.message = created.message;
         log.error('CreatePodSandbox for pod failed', created.error);
-        this.event(pod, 'Warning', EventReason.FailedCreatePodSandBox, `Failed to create pod sandbox: ${errorMessage(created.error)}`);
+        this.event(pod, 'Warning', KubeletEventReason.FailedCreatePodSandBox, `Failed to create pod sandbox: ${errorMessage(created.error)}`);
         return result;
       }
       sandboxId = created.id;
@@ -560,7 +563,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
       try {
         sandboxStatus = await this.runtimeService.podSandboxStatus(sandboxId, false);
       } catch (err) {
-        this.event(pod, 'Warning', EventReason.FailedStatusPodSandBox, `Unable to get pod sandbox status: ${errorMessage(err)}`);
+        this.event(pod, 'Warning', KubeletEventReason.FailedStatusPodSandBox, `Unable to get pod sandbox status: ${errorMessage(err)}`);
         log.error('Failed to get pod sandbox status; Skipping pod', err);
         result.syncError = err as Error;
         return result;
@@ -640,7 +643,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     const finishedAt = last.finishedAt ?? 0;
     const key = getStableKey(pod, container, hashContainer(container));
     if (backoff.isInBackOffSince(key, finishedAt)) {
-      this.event(pod, 'Warning', EventReason.BackOffStartContainer, `Back-off restarting failed container ${container.name} in pod ${formatPod(pod)}`, container);
+      this.event(pod, 'Warning', KubeletEventReason.BackOffStartContainer, `Back-off restarting failed container ${container.name} in pod ${formatPod(pod)}`, container);
       const message = `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${formatPod(pod)}`;
       this.logger.v(3).info('Back-off restarting failed container', { err: message });
       return { reason: 'CrashLoopBackOff', message };
@@ -703,7 +706,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     const runtimeName = await this.runtimeName();
     const image = await this.imageManager.ensureImageExists(pod, container, pullSecrets, sandboxConfig, this.runtimeHandlerFor(pod));
     if (!image.ok) {
-      this.event(pod, 'Warning', EventReason.FailedToCreateContainer, `Error: ${image.reason}`, container);
+      this.event(pod, 'Warning', KubeletEventReason.FailedToCreateContainer, `Error: ${image.reason}`, container);
       return { reason: image.reason, message: image.message };
     }
 
@@ -719,7 +722,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
       config = await this.generateContainerConfig(container, pod, restartCount, podIP, podIPs, image.imageRef, spec, podStatus);
     } catch (err) {
       const message = errorMessage(err);
-      this.event(pod, 'Warning', EventReason.FailedToCreateContainer, `Error: ${message}`, container);
+      this.event(pod, 'Warning', KubeletEventReason.FailedToCreateContainer, `Error: ${message}`, container);
       return { reason: 'CreateContainerConfigError', message };
     }
 
@@ -728,19 +731,19 @@ export class GenericRuntimeManager implements ContainerRuntime {
       containerId = await this.runtimeService.createContainer(sandboxId, config, sandboxConfig);
     } catch (err) {
       const message = errorMessage(err);
-      this.event(pod, 'Warning', EventReason.FailedToCreateContainer, `Error: ${message}`, container);
+      this.event(pod, 'Warning', KubeletEventReason.FailedToCreateContainer, `Error: ${message}`, container);
       return { reason: 'CreateContainerError', message };
     }
-    this.event(pod, 'Normal', EventReason.CreatedContainer, `Created container: ${container.name}`, container, containerId);
+    this.event(pod, 'Normal', KubeletEventReason.CreatedContainer, `Created container: ${container.name}`, container, containerId);
 
     try {
       await this.runtimeService.startContainer(containerId);
     } catch (err) {
       const message = errorMessage(err);
-      this.event(pod, 'Warning', EventReason.FailedToStartContainer, `Error: ${message}`, container, containerId);
+      this.event(pod, 'Warning', KubeletEventReason.FailedToStartContainer, `Error: ${message}`, container, containerId);
       return { reason: 'RunContainerError', message };
     }
-    this.event(pod, 'Normal', EventReason.StartedContainer, `Started container ${container.name}`, container, containerId);
+    this.event(pod, 'Normal', KubeletEventReason.StartedContainer, `Started container ${container.name}`, container, containerId);
 
     const postStart = container.lifecycle?.postStart;
     if (postStart) {
@@ -751,7 +754,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
         const message = errorMessage(err);
         this.logger.error('Failed to execute PostStartHook', err, { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id) });
         // The message may hold secrets: the event does not carry it.
-        this.event(pod, 'Warning', EventReason.FailedPostStartHook, 'PostStartHook failed', container, containerId);
+        this.event(pod, 'Warning', KubeletEventReason.FailedPostStartHook, 'PostStartHook failed', container, containerId);
         try {
           await this.killContainer(pod, id, container.name, 'FailedPostStartHook', 'FailedPostStartHook');
         } catch (killErr) {
@@ -937,7 +940,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     }
 
     let gracePeriod = GenericRuntimeManager.terminationGracePeriod(pod, containerSpec, reason);
-    this.event(pod, 'Normal', EventReason.KillingContainer, message || `Stopping container ${containerSpec.name}`, containerSpec, id.id);
+    this.event(pod, 'Normal', KubeletEventReason.KillingContainer, message || `Stopping container ${containerSpec.name}`, containerSpec, id.id);
     if (gracePeriodOverrideSeconds !== undefined) {
       gracePeriod = gracePeriodOverrideSeconds;
       this.logger.v(3).info('Killing container with a grace period override', { pod: podRef(pod), containerName, containerID: formatContainerID(id), gracePeriod });
@@ -966,7 +969,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
       (err: unknown) => {
         if (!controller.signal.aborted) {
           this.logger.error('PreStop hook failed', err, { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id) });
-          this.event(pod, 'Warning', EventReason.FailedPreStopHook, 'PreStopHook failed', container, id.id);
+          this.event(pod, 'Warning', KubeletEventReason.FailedPreStopHook, 'PreStopHook failed', container, id.id);
         }
         return 'done' as const;
       },

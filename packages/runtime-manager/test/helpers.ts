@@ -1,13 +1,12 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { containerRestartBackoff, type ContainerStatus, type PodStatus } from '@kubelet-ts/core';
-import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingEventRecorder, RecordingLogger } from '@kubelet-ts/core/testing';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
 import { FakeImageService, FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
 import {
   GenericRuntimeManager,
   hashContainer,
   type CriSandboxStatus,
-  type EventRecorder,
   type GenericRuntimeManagerOptions,
   type RuntimeFs,
 } from '../src/index.js';
@@ -75,24 +74,6 @@ export class MemFs implements RuntimeFs {
   }
 }
 
-export interface RecordedEvent {
-  pod: string;
-  type: string;
-  reason: string;
-  message: string;
-  fieldPath?: string;
-}
-
-export class RecordingRecorder implements EventRecorder {
-  readonly events: RecordedEvent[] = [];
-  event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string, details?: { fieldPath?: string }): void {
-    this.events.push({ pod: pod.metadata?.name ?? '', type, reason, message, fieldPath: details?.fieldPath });
-  }
-  reasons(): string[] {
-    return this.events.map((e) => e.reason);
-  }
-}
-
 export function makePod(overrides: {
   name?: string;
   namespace?: string;
@@ -133,7 +114,7 @@ export function setup(extra: Partial<GenericRuntimeManagerOptions> = {}) {
   const images = new FakeImageService(clock);
   images.setImages({ id: 'sha256:busybox', tags: ['busybox:1.36'] });
   const fs = new MemFs();
-  const recorder = new RecordingRecorder();
+  const recorder = new RecordingEventRecorder();
   const logger = new RecordingLogger();
   const manager = new GenericRuntimeManager({
     runtimeService: runtime,

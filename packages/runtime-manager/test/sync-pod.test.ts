@@ -70,8 +70,8 @@ t.test('a fresh pod: sandbox, then init containers one sync at a time, then app 
   );
   t.ok(recorder.reasons().includes('Created') && recorder.reasons().includes('Started'));
   const started = recorder.events.find((e) => e.reason === 'Started' && e.message === 'Started container a');
-  t.equal(started?.fieldPath, 'spec.containers{a}');
-  t.ok(recorder.events.some((e) => e.message === 'Created container: init1' && e.fieldPath === 'spec.initContainers{init1}'));
+  t.equal(started?.details?.fieldPath, 'spec.containers{a}');
+  t.ok(recorder.events.some((e) => e.message === 'Created container: init1' && e.details?.fieldPath === 'spec.initContainers{init1}'));
 
   // a steady pod needs nothing
   runtime.resetCalls();

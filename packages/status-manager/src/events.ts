@@ -5,103 +5,20 @@
 import { format } from 'node:util';
 import type { CoreV1Event, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { BucketRateLimiter, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { BucketRateLimiter, noopLogger, realClock, type Clock, type EventDetails, type EventObject, type EventRecorder as CoreEventRecorder, type EventType, type Logger } from '@kubelet-ts/core';
 import { apiErrorCode, isAlreadyExists, isNotFound, type KubeClient } from './client.js';
 import { formatTime } from './json.js';
 
-export type EventType = 'Normal' | 'Warning';
-
-export interface EventDetails {
-  /** The involved object's fieldPath, e.g. `spec.containers{web}`. */
-  fieldPath?: string;
-  /** Sets fieldPath from the pod spec when fieldPath is not given. */
-  containerName?: string;
-  annotations?: Record<string, string>;
-}
-
-/** Anything an event can be about: an API object (a V1Pod, a V1Node...) or a reference to one. */
-export type EventObject =
-  | V1Pod
-  | V1ObjectReference
-  | { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string } };
+export { KubeletEventReason, nodeReference, type EventDetails, type EventObject, type EventType } from '@kubelet-ts/core';
 
 /**
- * Go's record.EventRecorder. Structurally compatible with the recorder shapes of
- * @kubelet-ts/runtime-manager (`event(pod, type, reason, message, details?)`), pod-config
- * (`eventf`) and image-gc (`event(ref, ...)`), so one recorder serves them all.
+ * Go's record.EventRecorder: core's EventRecorder (what the components report through) plus eventf.
+ * One KubeletEventRecorder serves every component.
  */
-export interface EventRecorder {
+export interface EventRecorder extends CoreEventRecorder {
   event(object: EventObject, type: EventType | string, reason: string, message: string, details?: EventDetails): void;
   /** message formatted from messageFmt and args, Go style (%s %v %d %q). */
   eventf(object: EventObject, type: EventType | string, reason: string, messageFmt: string, ...args: unknown[]): void;
-}
-
-export const noopEventRecorder: EventRecorder = { event: () => undefined, eventf: () => undefined };
-
-/** The reasons the kubelet uses (Go: pkg/kubelet/events). Scheduled is the scheduler's, not ours. */
-export const KubeletEventReason = {
-  // containers
-  CreatedContainer: 'Created',
-  StartedContainer: 'Started',
-  FailedToCreateContainer: 'Failed',
-  FailedToStartContainer: 'Failed',
-  KillingContainer: 'Killing',
-  PreemptContainer: 'Preempting',
-  BackOffStartContainer: 'BackOff',
-  ExceededGracePeriod: 'ExceededGracePeriod',
-  // pods
-  FailedToKillPod: 'FailedKillPod',
-  FailedToCreatePodContainer: 'FailedCreatePodContainer',
-  FailedToMakePodDataDirectories: 'Failed',
-  NetworkNotReady: 'NetworkNotReady',
-  // images
-  PullingImage: 'Pulling',
-  PulledImage: 'Pulled',
-  FailedToPullImage: 'Failed',
-  FailedToInspectImage: 'InspectFailed',
-  ErrImageNeverPullPolicy: 'ErrImageNeverPull',
-  BackOffPullImage: 'BackOff',
-  // the kubelet and its node
-  NodeReady: 'NodeReady',
-  NodeNotReady: 'NodeNotReady',
-  NodeSchedulable: 'NodeSchedulable',
-  NodeNotSchedulable: 'NodeNotSchedulable',
-  StartingKubelet: 'Starting',
-  KubeletSetupFailed: 'KubeletSetupFailed',
-  FailedAttachVolume: 'FailedAttachVolume',
-  FailedMountVolume: 'FailedMount',
-  VolumeResizeFailed: 'VolumeResizeFailed',
-  VolumeResizeSuccess: 'VolumeResizeSuccessful',
-  FileSystemResizeFailed: 'FileSystemResizeFailed',
-  FileSystemResizeSuccess: 'FileSystemResizeSuccessful',
-  FailedMapVolume: 'FailedMapVolume',
-  WarnAlreadyMountedVolume: 'AlreadyMountedVolume',
-  SuccessfulAttachVolume: 'SuccessfulAttachVolume',
-  SuccessfulMountVolume: 'SuccessfulMountVolume',
-  NodeRebooted: 'Rebooted',
-  NodeShutdown: 'Shutdown',
-  ContainerGCFailed: 'ContainerGCFailed',
-  ImageGCFailed: 'ImageGCFailed',
-  FailedNodeAllocatableEnforcement: 'FailedNodeAllocatableEnforcement',
-  SuccessfulNodeAllocatableEnforcement: 'NodeAllocatableEnforced',
-  SandboxChanged: 'SandboxChanged',
-  FailedCreatePodSandBox: 'FailedCreatePodSandBox',
-  FailedStatusPodSandBox: 'FailedPodSandBoxStatus',
-  FailedMountOnFilesystemMismatch: 'FailedMountOnFilesystemMismatch',
-  InvalidDiskCapacity: 'InvalidDiskCapacity',
-  FreeDiskSpaceFailed: 'FreeDiskSpaceFailed',
-  // probes, workers, config, hooks
-  ContainerUnhealthy: 'Unhealthy',
-  ContainerProbeWarning: 'ProbeWarning',
-  FailedSync: 'FailedSync',
-  FailedValidation: 'FailedValidation',
-  FailedPostStartHook: 'FailedPostStartHook',
-  FailedPreStopHook: 'FailedPreStopHook',
-} as const;
-
-/** The reference the kubelet reports node events on (Go: kl.nodeRef, whose UID is the node name). */
-export function nodeReference(nodeName: string): V1ObjectReference {
-  return { kind: 'Node', name: nodeName, uid: nodeName, namespace: '' };
 }
 
 /** The fieldPath of a container of a pod (Go: fieldpath of GenerateContainerRef). */
@@ -147,6 +64,11 @@ export function goSprintf(fmt: string, ...args: unknown[]): string {
         return format(`%${verb}`, arg) === `%${verb}` ? whole : format(`%${verb}`, arg);
     }
   });
+}
+
+/** The message of eventf(): messageFmt formatted with args by goSprintf, or as is without args. */
+export function eventfMessage(messageFmt: string, args: unknown[]): string {
+  return args.length > 0 ? goSprintf(messageFmt, ...args) : messageFmt;
 }
 
 /** A small LRU (k8s.io/utils/lru) for the correlator's caches. */
@@ -442,7 +364,7 @@ export class KubeletEventRecorder implements EventRecorder {
   }
 
   eventf(object: EventObject, type: EventType | string, reason: string, messageFmt: string, ...args: unknown[]): void {
-    this.event(object, type, reason, args.length > 0 ? goSprintf(messageFmt, ...args) : messageFmt);
+    this.event(object, type, reason, eventfMessage(messageFmt, args));
   }
 
   stats(): EventRecorderStats {

@@ -4,49 +4,30 @@ import type { CoreV1Event, V1ObjectReference, V1Pod, V1PodStatus } from '@kubern
 import { ApiException } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { isStaticPod, podFullName } from '@kubelet-ts/core';
+import { RecordingEventRecorder as CoreRecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
 import type { KubeClient } from './client.js';
-import { getReference, goSprintf, type EventDetails, type EventObject, type EventRecorder, type EventType } from './events.js';
+import { eventfMessage, getReference, type EventObject, type EventRecorder, type EventType } from './events.js';
 import { isJsonObject, podStatusToJson, type JsonObject } from './json.js';
 import { applyPodStatusPatch } from './patch.js';
 import type { PodManagerLike, StatusManager } from './status-manager.js';
 
 const clone = <T>(v: T): T => structuredClone(v);
 
-export interface RecordedEvent {
-  object: V1ObjectReference;
-  type: string;
-  reason: string;
-  message: string;
-}
+export type { RecordedEvent };
 
-/** An EventRecorder that keeps every event (with its involved object reference) for assertions. */
-export class RecordingEventRecorder implements EventRecorder {
-  readonly events: RecordedEvent[] = [];
-
-  event(object: EventObject, type: EventType | string, reason: string, message: string, details?: EventDetails): void {
-    this.events.push({ object: getReference(object, details), type, reason, message });
-  }
-
+/**
+ * @kubelet-ts/core/testing's RecordingEventRecorder plus eventf (formatted as KubeletEventRecorder
+ * does), so it stands in for a KubeletEventRecorder.
+ */
+export class RecordingEventRecorder extends CoreRecordingEventRecorder implements EventRecorder {
   eventf(object: EventObject, type: EventType | string, reason: string, messageFmt: string, ...args: unknown[]): void {
-    this.event(object, type, reason, args.length > 0 ? goSprintf(messageFmt, ...args) : messageFmt);
+    // Like KubeletEventRecorder, takes any type string (Go passes strings); components only use Normal and Warning.
+    this.event(object, type as EventType, reason, eventfMessage(messageFmt, args));
   }
 
-  /** The reasons recorded, in order. */
-  reasons(): string[] {
-    return this.events.map((e) => e.reason);
-  }
-
-  /** Events as `Type Reason message` lines. */
-  lines(): string[] {
-    return this.events.map((e) => `${e.type} ${e.reason} ${e.message}`);
-  }
-
-  find(reason: string): RecordedEvent | undefined {
-    return this.events.find((e) => e.reason === reason);
-  }
-
-  clear(): void {
-    this.events.length = 0;
+  /** The involved object of a recorded event, as KubeletEventRecorder would post it. */
+  involvedObject(event: RecordedEvent): V1ObjectReference {
+    return getReference(event.object, event.details);
   }
 }
 

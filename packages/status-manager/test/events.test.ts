@@ -1,6 +1,6 @@
 // The event recorder with the in-memory client and a fake clock.
 import t from 'tap';
-import type { V1ObjectReference, V1Pod } from '@kubernetes/client-node';
+import type { EventRecorder as CoreEventRecorder } from '@kubelet-ts/core';
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { KubeletEventRecorder, goSprintf, nodeReference, type EventRecorderOptions } from '../src/index.js';
 import { FakeKubeClient, RecordingEventRecorder } from '../src/testing.js';
@@ -122,18 +122,18 @@ t.test('without a client events are logged; eventf formats Go style; one recorde
   t.equal(line.kv.message, 'Error: boom, image "busybox", 3 tries');
   t.ok(logger.find(/No api server defined/));
   t.equal(goSprintf('100%% %s', 'done'), '100% done');
-  // The recorder shapes of runtime-manager, pod-config and image-gc.
-  const runtimeManager: { event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string, details?: { fieldPath?: string; containerName?: string }): void } = rec;
-  const podConfig: { eventf(pod: V1Pod, eventType: 'Normal' | 'Warning', reason: string, message: string): void } = rec;
-  const imageGc: { event(object: V1ObjectReference, type: 'Normal' | 'Warning', reason: string, message: string): void } = rec;
-  runtimeManager.event(pod, 'Normal', 'Created', 'c', { fieldPath: 'spec.containers{app}' });
-  podConfig.eventf(pod, 'Warning', 'FailedValidation', 'bad');
-  imageGc.event(nodeReference('node-1'), 'Warning', 'ImageGCFailed', 'gc');
+  // Every component (runtime manager, prober, pod config, image and container GC) takes core's EventRecorder.
+  const components: CoreEventRecorder = rec;
+  components.event(pod, 'Normal', 'Created', 'c', { fieldPath: 'spec.containers{app}' });
+  components.event(pod, 'Warning', 'FailedValidation', 'bad');
+  components.event(nodeReference('node-1'), 'Warning', 'ImageGCFailed', 'gc');
   t.equal(logger.entries.filter((e) => e.msg === 'Event occurred').length, 4);
   await rec.stop();
 
   const recording = new RecordingEventRecorder();
   recording.eventf(pod, 'Normal', 'Pulled', 'Successfully pulled image %q', 'busybox');
   t.same(recording.lines(), ['Normal Pulled Successfully pulled image "busybox"']);
-  t.equal(recording.find('Pulled')!.object.name, 'web');
+  t.equal(recording.find('Pulled')!.object, pod);
+  recording.event(pod, 'Normal', 'Started', 'Started container app', { containerName: 'app' });
+  t.match(recording.involvedObject(recording.find('Started')!), { kind: 'Pod', name: 'web', fieldPath: 'spec.containers{app}' });
 });
