@@ -73,11 +73,11 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
     const dir = mkdtempSync(join(target.scratchRoot, 'kubelet-e2e-api-'));
     const server = await startTestApiServer({});
     const runtime = new RemoteRuntimeService({ endpoint: target.endpoint });
-    let kubelet: RunningKubelet | undefined;
+    const started: { kubelet?: RunningKubelet } = {};
     const controller = new AbortController();
     t.teardown(async () => {
       controller.abort();
-      await kubelet?.done;
+      await started.kubelet?.done;
       await server.close();
       // The kubelet leaves pods running when it stops, as the Go kubelet does; the test removes its own.
       for (const sandbox of await runtime.listPodSandbox()) {
@@ -116,7 +116,8 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
     const c = container.createChildContainer();
     registerKubeletDeps(c, config);
     if (!process.env.KUBELET_E2E_LOGS) c.register(Tokens.Logger, { useValue: noopLogger });
-    kubelet = await startKubelet(c, controller.signal);
+    const kubelet = await startKubelet(c, controller.signal);
+    started.kubelet = kubelet;
     let exited = false;
     void kubelet.done.then(
       () => (exited = true),
@@ -181,7 +182,7 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
         server.store.create('pods', apiPod('late', node, image));
         server.store.delete('pods', NAMESPACE, 'doomed', { gracePeriodSeconds: 5 });
 
-        const local = (name: string) => kubelet!.kubelet.podStatuses().find((p) => p.pod.metadata?.name === name)?.status;
+        const local = (name: string) => kubelet.kubelet.podStatuses().find((p) => p.pod.metadata?.name === name)?.status;
         await waitFor('the kubelet restarting web during the outage', () => local('web')?.containerStatuses?.[0]?.restartCount === 1 && local('web')?.phase === 'Running');
         await waitFor('the kubelet running a new static pod during the outage', () => local(`late-static-${node}`)?.phase === 'Running');
         t.pass('the kubelet keeps running and restarting pods while the API server is down');
