@@ -9,3 +9,4 @@ export * from './pod-cache.js';
 export * from './container-runtime.js';
 export * from './duration.js';
 export * from './events.js';
+export * from './api-errors.js';

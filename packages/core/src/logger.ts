@@ -1,4 +1,5 @@
 import { realClock, type Clock } from './clock.js';
+import { apiErrorMessage, isApiError } from './api-errors.js';
 
 export type KeyValues = Record<string, unknown>;
 
@@ -135,6 +136,7 @@ function formatJsonLine(
 
 /** The message of an Error (klog prints err.Error()), or the value's text form. */
 export function errorText(err: unknown): string {
+  if (isApiError(err)) return apiErrorMessage(err);
   if (err instanceof Error) return err.message;
   if (err === null || err === undefined) return '<nil>';
   if (typeof err === 'string') return err;

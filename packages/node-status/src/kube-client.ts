@@ -48,52 +48,6 @@ export type KubeClient = NodeApi & LeaseApi;
 /** What the components accept: our narrow client, client-node API objects, or a KubeConfig. */
 export type KubeClientSource = KubeClient | { core: CoreV1Api; coordination: CoordinationV1Api } | KubeConfig;
 
-/** The HTTP status of an API error (client-node's ApiException.code, or a fake's), else undefined. */
-export function httpStatusOf(err: unknown): number | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const code = (err as { code?: unknown }).code ?? (err as { statusCode?: unknown }).statusCode;
-  return typeof code === 'number' && code >= 100 && code < 600 ? code : undefined;
-}
-
-export const isNotFound = (err: unknown): boolean => httpStatusOf(err) === 404;
-export const isAlreadyExists = (err: unknown): boolean => httpStatusOf(err) === 409 && reasonOf(err) !== 'Conflict';
-export const isConflict = (err: unknown): boolean => httpStatusOf(err) === 409 && reasonOf(err) !== 'AlreadyExists';
-
-/** The Status reason of an API error body, when there is one. */
-export function reasonOf(err: unknown): string | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const e = err as { reason?: unknown; body?: unknown };
-  if (typeof e.reason === 'string') return e.reason;
-  let body = e.body;
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      return undefined;
-    }
-  }
-  const reason = (body as { reason?: unknown } | undefined)?.reason;
-  return typeof reason === 'string' ? reason : undefined;
-}
-
-/** A short text for logs: client-node's ApiException messages carry whole response bodies and headers. */
-export function errorMessage(err: unknown): string {
-  const code = httpStatusOf(err);
-  if (code !== undefined && typeof err === 'object' && err !== null && 'body' in err) {
-    let body = (err as { body?: unknown }).body;
-    if (typeof body === 'string') {
-      try {
-        body = JSON.parse(body);
-      } catch {
-        return `HTTP ${code}: ${body}`;
-      }
-    }
-    const msg = (body as { message?: unknown } | undefined)?.message;
-    return `HTTP ${code}${typeof msg === 'string' ? `: ${msg}` : ''}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
 function middleware(pre: (ctx: RequestContext) => void): ObservableMiddleware {
   return {
     pre: (ctx: RequestContext) => {

@@ -1,8 +1,8 @@
 // The node lease heartbeat (Go: k8s.io/component-helpers/apimachinery/lease controller, with the
 // kubelet's setNodeOwnerFunc as newLeasePostProcessFunc).
 import type { V1Lease, V1OwnerReference } from '@kubernetes/client-node';
-import { isAbortError, jitterUntil, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
-import { errorMessage, isConflict, isNotFound, toKubeClient, type KubeClient, type KubeClientSource } from './kube-client.js';
+import { apiErrorMessage, isAbortError, isConflict, isNotFound, jitterUntil, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { toKubeClient, type KubeClient, type KubeClientSource } from './kube-client.js';
 import { formatMicroTime } from './wire.js';
 
 /** Go's NamespaceNodeLease. */
@@ -107,7 +107,7 @@ export class NodeLeaseController implements NodeLease {
           return;
         } catch (err) {
           if (signal.aborted) return;
-          this.logger.info('Failed to update lease using latest lease, fallback to ensure lease', { err: errorMessage(err) });
+          this.logger.info('Failed to update lease using latest lease, fallback to ensure lease', { err: apiErrorMessage(err) });
         }
       }
       const { lease, created } = await this.backoffEnsureLease(signal);
@@ -135,7 +135,7 @@ export class NodeLeaseController implements NodeLease {
       } catch (err) {
         if (signal.aborted) return { created: false };
         sleep = Math.min(2 * sleep, LEASE_MAX_BACKOFF_MS);
-        this.logger.error('Failed to ensure lease exists, will retry', err, { intervalMs: sleep, reason: errorMessage(err) });
+        this.logger.error('Failed to ensure lease exists, will retry', err, { intervalMs: sleep, reason: apiErrorMessage(err) });
         try {
           await this.clock.sleep(sleep, signal);
         } catch {
@@ -174,7 +174,7 @@ export class NodeLeaseController implements NodeLease {
         return;
       } catch (err) {
         if (signal.aborted) throw err;
-        this.logger.error('Failed to update lease', err, { reason: errorMessage(err) });
+        this.logger.error('Failed to update lease', err, { reason: apiErrorMessage(err) });
         if (isConflict(err)) {
           const ensured = await this.backoffEnsureLease(signal);
           current = ensured.lease ?? current;
@@ -211,7 +211,7 @@ export class NodeLeaseController implements NodeLease {
         lease.metadata ??= {};
         lease.metadata.ownerReferences = [owner];
       } catch (err) {
-        if (!signal.aborted) this.logger.error('Failed to get node when trying to set owner ref to the node lease', err, { reason: errorMessage(err) });
+        if (!signal.aborted) this.logger.error('Failed to get node when trying to set owner ref to the node lease', err, { reason: apiErrorMessage(err) });
         throw err;
       }
     }

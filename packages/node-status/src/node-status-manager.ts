@@ -1,10 +1,10 @@
 // Node registration and node status (Go: pkg/kubelet/kubelet_node_status.go, nodestatus/setters.go,
 // util/node PatchNodeStatus).
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { isAbortError, jitterUntil, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { apiErrorMessage, isAbortError, isAlreadyExists, jitterUntil, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import type { ImageService, RuntimeService } from '@kubelet-ts/cri-client';
 import { hostInterfaceAddresses, lookupHostWithTimeout, parseNodeIPs, resolveNodeIPs } from './addresses.js';
-import { errorMessage, isAlreadyExists, toKubeClient, type KubeClient, type KubeClientSource } from './kube-client.js';
+import { toKubeClient, type KubeClient, type KubeClientSource } from './kube-client.js';
 import { cachedMachineInfo, defaultHostname, goArch, goOS, type MachineInfo, type MachineInfoProvider } from './machine-info.js';
 import {
   nodeAllocatableReservation,
@@ -338,7 +338,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       return true;
     } catch (err) {
       if (!isAlreadyExists(err)) {
-        if (!signal.aborted) this.logger.error('Unable to register node with API server', err, { reason: errorMessage(err) });
+        if (!signal.aborted) this.logger.error('Unable to register node with API server', err, { reason: apiErrorMessage(err) });
         return false;
       }
     }
@@ -346,7 +346,7 @@ export class NodeStatusManager implements NodeStatusProvider {
     try {
       existing = await this.client.getNode(this.nodeName, { signal });
     } catch (err) {
-      if (!signal.aborted) this.logger.error('Unable to register node with API server, error getting existing node', err, { reason: errorMessage(err) });
+      if (!signal.aborted) this.logger.error('Unable to register node with API server, error getting existing node', err, { reason: apiErrorMessage(err) });
       return false;
     }
     const original = deepCopy(existing);
@@ -358,7 +358,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       try {
         this.latest = await this.patchNode(original, existing, signal);
       } catch (err) {
-        if (!signal.aborted) this.logger.error('Unable to reconcile node with API server, error updating node', err, { reason: errorMessage(err) });
+        if (!signal.aborted) this.logger.error('Unable to reconcile node with API server, error updating node', err, { reason: apiErrorMessage(err) });
         return false;
       }
     } else {
@@ -432,7 +432,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       } catch (err) {
         if (signal.aborted) throw err;
         if (i > 0) this.opts.onRepeatedHeartbeatFailure?.();
-        this.logger.error('Error updating node status, will retry', err, { attempt: i + 1, reason: errorMessage(err) });
+        this.logger.error('Error updating node status, will retry', err, { attempt: i + 1, reason: apiErrorMessage(err) });
       }
     }
     throw new Error('update node status exceeds retry count');
@@ -447,7 +447,7 @@ export class NodeStatusManager implements NodeStatusProvider {
     try {
       original = await this.client.getNode(this.nodeName, { fromCache: tryNumber === 0, signal });
     } catch (err) {
-      throw new Error(`error getting node ${JSON.stringify(this.nodeName)}: ${errorMessage(err)}`, { cause: err });
+      throw new Error(`error getting node ${JSON.stringify(this.nodeName)}: ${apiErrorMessage(err)}`, { cause: err });
     }
     const { node, changed } = await this.updateNode(original);
     const shouldPatch = changed || this.clock.since(this.lastStatusReportTime) >= this.reportFrequencyMs;
@@ -493,7 +493,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       try {
         updated = await this.client.patchNodeStatus(this.nodeName, statusPatch ?? {}, { signal });
       } catch (err) {
-        throw new Error(`failed to patch status ${JSON.stringify(JSON.stringify(statusPatch ?? {}))} for node ${JSON.stringify(this.nodeName)}: ${errorMessage(err)}`, {
+        throw new Error(`failed to patch status ${JSON.stringify(JSON.stringify(statusPatch ?? {}))} for node ${JSON.stringify(this.nodeName)}: ${apiErrorMessage(err)}`, {
           cause: err,
         });
       }
@@ -557,7 +557,7 @@ export class NodeStatusManager implements NodeStatusProvider {
           this.runtimeName = v.runtimeName;
           runtimeVersion = v.runtimeVersion;
         } catch (err) {
-          this.logger.v(4).info('Container runtime version unavailable', { err: errorMessage(err) });
+          this.logger.v(4).info('Container runtime version unavailable', { err: apiErrorMessage(err) });
         }
       }
       setVersionInfo(node, {
@@ -577,7 +577,7 @@ export class NodeStatusManager implements NodeStatusProvider {
         images = await this.listImages();
       } catch (err) {
         setImages(node, undefined, 0);
-        throw new Error(`error getting image list: ${errorMessage(err)}`, { cause: err });
+        throw new Error(`error getting image list: ${apiErrorMessage(err)}`, { cause: err });
       }
       setImages(node, images, this.opts.nodeStatusMaxImages ?? DEFAULT_NODE_STATUS_MAX_IMAGES);
     });

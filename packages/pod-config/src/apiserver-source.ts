@@ -1,5 +1,5 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
-import { Backoff, PodOperation, PodSource, abortReason, noopLogger, realClock, type Clock, type Logger, type PodSourceName } from '@kubelet-ts/core';
+import { isGone, Backoff, PodOperation, PodSource, abortReason, noopLogger, realClock, type Clock, type Logger, type PodSourceName } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
 import { deserializePod } from './serializer.js';
 import { abortable } from './util.js';
@@ -32,13 +32,6 @@ export class GoneError extends Error {
   constructor(message = 'too old resource version') {
     super(message);
   }
-}
-
-/** True for a 410 Gone from a list or watch, whatever the client wrapped it in. */
-export function isGone(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const e = err as { statusCode?: unknown; code?: unknown };
-  return e.statusCode === 410 || e.code === 410;
 }
 
 /** The field selector for the pods bound to a node. */

@@ -16,7 +16,6 @@ export {
   ApiserverSource,
   GoneError,
   createPodListerWatcher,
-  isGone,
   nodeFieldSelector,
   type ApiserverSourceOptions,
   type PodListerWatcher,

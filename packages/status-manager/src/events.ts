@@ -5,8 +5,8 @@
 import { format } from 'node:util';
 import type { CoreV1Event, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { BucketRateLimiter, noopLogger, realClock, type Clock, type EventDetails, type EventObject, type EventRecorder as CoreEventRecorder, type EventType, type Logger } from '@kubelet-ts/core';
-import { apiErrorCode, isAlreadyExists, isNotFound, type KubeClient } from './client.js';
+import { apiErrorCode, BucketRateLimiter, isAlreadyExists, isNotFound, noopLogger, realClock, type Clock, type EventDetails, type EventObject, type EventRecorder as CoreEventRecorder, type EventType, type Logger } from '@kubelet-ts/core';
+import type { KubeClient } from './client.js';
 import { formatTime } from './json.js';
 
 export { KubeletEventReason, nodeReference, type EventDetails, type EventObject, type EventType } from '@kubelet-ts/core';

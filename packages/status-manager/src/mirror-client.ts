@@ -1,8 +1,8 @@
 // Mirror pods: the API server copies of static pods (Go: pkg/kubelet/pod/mirror_client.go and the
 // mirror pod handling of Kubelet.syncPod and deleteOrphanedMirrorPods).
 import type { V1Pod } from '@kubernetes/client-node';
-import { ConfigHashAnnotationKey, ConfigMirrorAnnotationKey, noopLogger, parsePodFullName, podFullName, type Logger } from '@kubelet-ts/core';
-import { isAlreadyExists, isConflict, isNotFound, type KubeClient } from './client.js';
+import { ConfigHashAnnotationKey, ConfigMirrorAnnotationKey, isAlreadyExists, isConflict, isNotFound, noopLogger, parsePodFullName, podFullName, type Logger } from '@kubelet-ts/core';
+import type { KubeClient } from './client.js';
 
 /** The node mirror pods are owned by. */
 export interface NodeRef {

@@ -4,20 +4,8 @@
 // sync sends one patch), rate limited, retried with backoff and reconciled every syncPeriodMs.
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import {
-  BucketRateLimiter,
-  ItemExponentialFailureRateLimiter,
-  RateLimitingQueue,
-  isAbortError,
-  isMirrorPod,
-  isStaticPod,
-  noopLogger,
-  realClock,
-  type Clock,
-  type Logger,
-  type TimerHandle,
-} from '@kubelet-ts/core';
-import { apiErrorCode, isConflict, isInvalid, isNotFound, type KubeClient } from './client.js';
+import { apiErrorCode, BucketRateLimiter, isAbortError, isConflict, isInvalid, isMirrorPod, isNotFound, isStaticPod, ItemExponentialFailureRateLimiter, noopLogger, RateLimitingQueue, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import type { KubeClient } from './client.js';
 import {
   ContainerReasonStatusUnknown,
   generateContainersReadyCondition,
