@@ -135,7 +135,7 @@ export class NodeLeaseController implements NodeLease {
       } catch (err) {
         if (signal.aborted) return { created: false };
         sleep = Math.min(2 * sleep, LEASE_MAX_BACKOFF_MS);
-        this.logger.error('Failed to ensure lease exists, will retry', err, { intervalMs: sleep, reason: apiErrorMessage(err) });
+        this.logger.error('Failed to ensure lease exists, will retry', err, { intervalMs: sleep });
         try {
           await this.clock.sleep(sleep, signal);
         } catch {
@@ -174,7 +174,7 @@ export class NodeLeaseController implements NodeLease {
         return;
       } catch (err) {
         if (signal.aborted) throw err;
-        this.logger.error('Failed to update lease', err, { reason: apiErrorMessage(err) });
+        this.logger.error('Failed to update lease', err);
         if (isConflict(err)) {
           const ensured = await this.backoffEnsureLease(signal);
           current = ensured.lease ?? current;
@@ -211,7 +211,7 @@ export class NodeLeaseController implements NodeLease {
         lease.metadata ??= {};
         lease.metadata.ownerReferences = [owner];
       } catch (err) {
-        if (!signal.aborted) this.logger.error('Failed to get node when trying to set owner ref to the node lease', err, { reason: apiErrorMessage(err) });
+        if (!signal.aborted) this.logger.error('Failed to get node when trying to set owner ref to the node lease', err);
         throw err;
       }
     }

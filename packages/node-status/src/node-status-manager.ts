@@ -338,7 +338,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       return true;
     } catch (err) {
       if (!isAlreadyExists(err)) {
-        if (!signal.aborted) this.logger.error('Unable to register node with API server', err, { reason: apiErrorMessage(err) });
+        if (!signal.aborted) this.logger.error('Unable to register node with API server', err);
         return false;
       }
     }
@@ -346,7 +346,7 @@ export class NodeStatusManager implements NodeStatusProvider {
     try {
       existing = await this.client.getNode(this.nodeName, { signal });
     } catch (err) {
-      if (!signal.aborted) this.logger.error('Unable to register node with API server, error getting existing node', err, { reason: apiErrorMessage(err) });
+      if (!signal.aborted) this.logger.error('Unable to register node with API server, error getting existing node', err);
       return false;
     }
     const original = deepCopy(existing);
@@ -358,7 +358,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       try {
         this.latest = await this.patchNode(original, existing, signal);
       } catch (err) {
-        if (!signal.aborted) this.logger.error('Unable to reconcile node with API server, error updating node', err, { reason: apiErrorMessage(err) });
+        if (!signal.aborted) this.logger.error('Unable to reconcile node with API server, error updating node', err);
         return false;
       }
     } else {
@@ -432,7 +432,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       } catch (err) {
         if (signal.aborted) throw err;
         if (i > 0) this.opts.onRepeatedHeartbeatFailure?.();
-        this.logger.error('Error updating node status, will retry', err, { attempt: i + 1, reason: apiErrorMessage(err) });
+        this.logger.error('Error updating node status, will retry', err, { attempt: i + 1 });
       }
     }
     throw new Error('update node status exceeds retry count');
