@@ -41,9 +41,19 @@ function setup() {
     await done;
     podConfig.close();
   };
-  /** Moves fake time in small steps so async work between timers completes. */
+  /**
+   * Moves fake time in small steps. After each, the event loop gets a real turn (1 ms): a pod sync
+   * makes its data directories with real fs calls, which no amount of microtask flushing completes.
+   */
   const advance = async (ms: number) => {
-    for (let elapsed = 0; elapsed < ms; elapsed += 100) await clock.advance(100);
+    for (let elapsed = 0; elapsed < ms; elapsed += 100) {
+      await clock.advance(100);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  };
+  /** Gives real event loop turns (1 ms each, at most 200) until cond holds; fake time stands still. */
+  const settle = async (cond: () => boolean) => {
+    for (let i = 0; i < 200 && !cond(); i++) await new Promise((resolve) => setTimeout(resolve, 1));
   };
   const cache = c.resolve<PodCache>(Tokens.PodCache);
   /** The PLEG would write fresh statuses to the cache after each relist; do what it would. */
@@ -54,7 +64,7 @@ function setup() {
     }
     cache.updateTime(clock.now());
   };
-  return { clock, logger, runtime, runtimeService, source, pleg, kubelet, stop, advance, relist, cache };
+  return { clock, logger, runtime, runtimeService, source, pleg, kubelet, stop, advance, settle, relist, cache };
 }
 
 t.test('pods added by a source are synced, resynced and killed when removed', async (t) => {
@@ -64,6 +74,7 @@ t.test('pods added by a source are synced, resynced and killed when removed', as
   await env.source.add(pod);
   await env.relist();
   await env.advance(500);
+  await env.settle(() => env.runtime.syncPodCalls.length >= 1);
   t.equal(env.runtime.syncPodCalls.length, 1, 'the new pod is synced once');
   t.equal(env.runtime.syncPodCalls[0].pod.metadata?.name, 'web');
   await env.relist();
@@ -74,6 +85,7 @@ t.test('pods added by a source are synced, resynced and killed when removed', as
   env.pleg.push({ id: pod.metadata!.uid!, type: 'ContainerStarted', data: 'x' });
   await env.relist();
   await env.advance(500);
+  await env.settle(() => env.kubelet.getPodStatus(pod.metadata!.uid!)?.phase === 'Running');
   t.equal(env.runtime.syncPodCalls.length, 2, 'PLEG events sync the pod');
   t.equal(env.kubelet.getPodStatus(pod.metadata!.uid!)?.phase, 'Running');
 
@@ -82,6 +94,7 @@ t.test('pods added by a source are synced, resynced and killed when removed', as
   await env.advance(500);
   await env.relist();
   await env.advance(500);
+  await env.settle(() => env.runtime.killPodCalls.length >= 1);
   t.equal(env.runtime.killPodCalls.length, 1, 'a removed pod is killed');
   t.equal(env.runtime.killPodCalls[0].pod?.metadata?.name, 'web');
 });
