@@ -48,6 +48,35 @@ export function sleepWithClock(clock: Pick<Clock, 'setTimeout'>, ms: number, sig
   });
 }
 
+/** One receiver parked until a producer hands it a value (see parkWaiter). */
+export interface Waiter<T> {
+  resolve(value: T): void;
+}
+
+/**
+ * Parks a receiver in `waiters` until a producer shifts it out and resolves it; if signal aborts
+ * first, the receiver leaves the list and the promise rejects with the abort reason. No listener
+ * is left behind either way.
+ */
+export function parkWaiter<T>(waiters: Waiter<T>[], signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const waiter: Waiter<T> = {
+      resolve: (value) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+    };
+    const onAbort = (): void => {
+      const index = waiters.indexOf(waiter);
+      if (index >= 0) waiters.splice(index, 1);
+      reject(abortReason(signal as AbortSignal));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    waiters.push(waiter);
+  });
+}
+
 /** The process clock. Timers stay ref'ed (a pending timer is real work); cancel() clears them. */
 export class RealClock implements Clock {
   now(): number {

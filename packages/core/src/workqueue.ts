@@ -1,4 +1,4 @@
-import { abortReason, realClock, type Clock, type TimerHandle } from './clock.js';
+import { abortReason, parkWaiter, realClock, type Clock, type TimerHandle, type Waiter } from './clock.js';
 
 /** Decides how long an item waits before it is re-added (client-go workqueue.RateLimiter). */
 export interface RateLimiter<T> {
@@ -109,10 +109,6 @@ export interface RateLimitingQueueOptions<T> {
   burst?: number;
 }
 
-interface Waiter<T> {
-  resolve(item: T | undefined): void;
-}
-
 /**
  * client-go's rate-limiting work queue. Items are compared by identity (use string keys): an item
  * is queued at most once, never handed to two workers at once, and one re-added while being
@@ -123,7 +119,7 @@ export class RateLimitingQueue<T> {
   /** Items that need processing: queued, or re-added while processing. */
   private readonly dirty = new Set<T>();
   private readonly processing = new Set<T>();
-  private readonly waiters: Waiter<T>[] = [];
+  private readonly waiters: Waiter<T | undefined>[] = [];
   private readonly waiting = new Map<T, { readyAt: number; timer: TimerHandle }>();
   private readonly drainWaiters: (() => void)[] = [];
   private readonly clock: Clock;
@@ -159,21 +155,7 @@ export class RateLimitingQueue<T> {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     if (this.queue.length > 0) return Promise.resolve(this.take());
     if (this.shutDownRequested) return Promise.resolve(undefined);
-    return new Promise<T | undefined>((resolve, reject) => {
-      const waiter: Waiter<T> = {
-        resolve: (item) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(item);
-        },
-      };
-      const onAbort = (): void => {
-        const index = this.waiters.indexOf(waiter);
-        if (index >= 0) this.waiters.splice(index, 1);
-        reject(abortReason(signal as AbortSignal));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
+    return parkWaiter(this.waiters, signal);
   }
 
   /** Ends processing of item; if it was re-added meanwhile, it is queued again. */
@@ -261,7 +243,7 @@ export class RateLimitingQueue<T> {
 
   private serveWaiters(): void {
     while (this.waiters.length > 0 && this.queue.length > 0) {
-      (this.waiters.shift() as Waiter<T>).resolve(this.take());
+      (this.waiters.shift() as Waiter<T | undefined>).resolve(this.take());
     }
   }
 

@@ -1,4 +1,4 @@
-import { abortReason } from '@kubelet-ts/core';
+import { abortReason, parkWaiter, type Waiter } from '@kubelet-ts/core';
 
 /**
  * A bounded FIFO with Go channel semantics for a non-blocking sender: push() never waits; when the
@@ -14,7 +14,7 @@ export class EventChannel<T> {
   private size = 0;
   private droppedCount = 0;
   private closed = false;
-  private readonly waiters: { resolve(item: T | undefined): void }[] = [];
+  private readonly waiters: Waiter<T | undefined>[] = [];
 
   constructor(capacity: number) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new Error(`EventChannel capacity must be a positive integer, got ${capacity}`);
@@ -74,21 +74,7 @@ export class EventChannel<T> {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     if (this.size > 0) return Promise.resolve(this.tryReceive());
     if (this.closed) return Promise.resolve(undefined);
-    return new Promise<T | undefined>((resolve, reject) => {
-      const waiter = {
-        resolve: (item: T | undefined) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(item);
-        },
-      };
-      const onAbort = (): void => {
-        const index = this.waiters.indexOf(waiter);
-        if (index >= 0) this.waiters.splice(index, 1);
-        reject(abortReason(signal as AbortSignal));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
+    return parkWaiter(this.waiters, signal);
   }
 
   /** Iterates until the channel is closed, or quietly ends when the signal aborts. */
