@@ -3,12 +3,13 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import {
-  PodOperation,
   containerRestartBackoff,
+  isAbortError,
   isMirrorPod,
   isStaticPod,
-  isAbortError,
   noopLogger,
+  PodOperation,
+  podRef,
   podSyncError,
   realClock,
   until,
@@ -583,10 +584,6 @@ export class Kubelet implements PodSyncer {
 function creationTime(pod: V1Pod): number {
   const value = pod.metadata?.creationTimestamp;
   return value ? new Date(value).getTime() : 0;
-}
-
-export function podRef(pod: V1Pod): string {
-  return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
 }
 
 /** What a person sees of a status: changes of phase, readiness or container state, not timestamps. */

@@ -1,7 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { findContainerStatusByName, type Clock, type Logger, type PodUpdate } from '@kubelet-ts/core';
+import { findContainerStatusByName, podRef, type Clock, type Logger, type PodUpdate } from '@kubelet-ts/core';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
-import { podRef } from './kubelet.js';
 
 /** Go: runOnceRetryDelay, runOnceRetryDelayBackoff, runOnceMaxRetries. */
 export const RUN_ONCE_RETRY_DELAY_MS = 1000;

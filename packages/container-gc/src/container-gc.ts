@@ -2,7 +2,18 @@
 // kuberuntime.containerGC, plus the container GC loop of Kubelet.StartGarbageCollection).
 import { join } from 'node:path';
 import type { V1ObjectReference } from '@kubernetes/client-node';
-import { KubeletEventReason, noopEventRecorder, noopLogger, realClock, until, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import {
+  errorText,
+  isNotExist,
+  KubeletEventReason,
+  noopEventRecorder,
+  noopLogger,
+  realClock,
+  until,
+  type Clock,
+  type EventRecorder,
+  type Logger,
+} from '@kubelet-ts/core';
 import { isNotFound, type RuntimeService } from '@kubelet-ts/cri-client';
 import {
   DEFAULT_POD_LOGS_ROOT_DIRECTORY,
@@ -19,7 +30,7 @@ import {
   type PodStateProvider,
   type SandboxGCInfo,
 } from './evict.js';
-import { isNotExist, nodeGCFs, type ContainerGCFs } from './fs.js';
+import { nodeGCFs, type ContainerGCFs } from './fs.js';
 import { containerGCPolicyWithDefaults, validateContainerGCPolicy, type ContainerGCPolicy } from './policy.js';
 
 /** Go: ContainerGCPeriod. */
@@ -321,10 +332,6 @@ export class ContainerGC implements ContainerGarbageCollector {
     this.tail = run.catch(() => undefined);
     return run;
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** Go's utilerrors.NewAggregate: one error as is, several as "[a, b]". */

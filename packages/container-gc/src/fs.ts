@@ -16,6 +16,3 @@ export const nodeGCFs: ContainerGCFs = {
   remove: (path) => fsp.unlink(path),
 };
 
-export function isNotExist(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ENOENT';
-}

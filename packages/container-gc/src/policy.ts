@@ -1,5 +1,5 @@
+import { formatDuration } from '@kubelet-ts/core';
 // The container garbage collection policy (Go: kubecontainer.GCPolicy) and its validation.
-import { formatGoDuration } from '@kubelet-ts/runtime-manager';
 
 /** Go: kubecontainer.GCPolicy, with the age in milliseconds. */
 export interface ContainerGCPolicy {
@@ -36,7 +36,7 @@ export class ContainerGCPolicyError extends Error {
 /** Go: NewContainerGC's check (a negative minimum age), plus integer counts. */
 export function validateContainerGCPolicy(policy: ContainerGCPolicy): void {
   if (!Number.isFinite(policy.minAgeMs) || policy.minAgeMs < 0) {
-    throw new ContainerGCPolicyError(`invalid minimum garbage collection age: ${formatGoDuration(policy.minAgeMs)}`);
+    throw new ContainerGCPolicyError(`invalid minimum garbage collection age: ${formatDuration(policy.minAgeMs)}`);
   }
   if (!Number.isInteger(policy.maxPerPodContainer)) {
     throw new ContainerGCPolicyError(`invalid maximum dead containers per container: ${policy.maxPerPodContainer}, must be an integer`);

@@ -92,3 +92,23 @@ export const KubeletEventReason = {
 export function nodeReference(nodeName: string): V1ObjectReference {
   return { kind: 'Node', name: nodeName, uid: nodeName, namespace: '' };
 }
+
+/**
+ * The fieldPath of a pod's container in events (Go: kubecontainer's fieldPath for GenerateContainerRef):
+ * containers, then init containers, then ephemeral containers; undefined when the spec has no such container.
+ */
+export function containerFieldPath(pod: V1Pod, containerName: string): string | undefined {
+  if (pod.spec?.containers?.some((c) => c.name === containerName)) return `spec.containers{${containerName}}`;
+  if (pod.spec?.initContainers?.some((c) => c.name === containerName)) return `spec.initContainers{${containerName}}`;
+  if (pod.spec?.ephemeralContainers?.some((c) => c.name === containerName)) return `spec.ephemeralContainers{${containerName}}`;
+  return undefined;
+}
+
+/**
+ * containerFieldPath for a container the caller holds the spec of (a component acting on it): one the
+ * pod's spec does not list, e.g. an orphan whose spec was restored from its labels, is reported as a
+ * regular container.
+ */
+export function containerSpecFieldPath(pod: V1Pod, containerName: string): string {
+  return containerFieldPath(pod, containerName) ?? `spec.containers{${containerName}}`;
+}

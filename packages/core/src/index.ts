@@ -10,3 +10,6 @@ export * from './container-runtime.js';
 export * from './duration.js';
 export * from './events.js';
 export * from './api-errors.js';
+export * from './json.js';
+export * from './time-format.js';
+export * from './fs-errors.js';

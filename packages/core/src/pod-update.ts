@@ -1,4 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 
 /** What a PodUpdate means for the pods it carries (Go: kubetypes.PodOperation). */
 export enum PodOperation {
@@ -67,4 +67,20 @@ export function isStaticPod(pod: V1Pod): boolean {
 /** A mirror pod is the API server's read-only copy of a static pod. */
 export function isMirrorPod(pod: V1Pod): boolean {
   return pod.metadata?.annotations?.[ConfigMirrorAnnotationKey] !== undefined;
+}
+
+/** A pod as logs name it (Go: klog.KObj): `namespace/name`. */
+export function podRef(pod: V1Pod | undefined): string {
+  if (!pod) return '';
+  return `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
+}
+
+/** An init container with restartPolicy Always is a sidecar (Go: podutil.IsRestartableInitContainer). */
+export function isRestartableInitContainer(container: V1Container | undefined): boolean {
+  return container?.restartPolicy === 'Always';
+}
+
+/** Go: podutil.HasRestartableInitContainer. */
+export function hasRestartableInitContainer(pod: V1Pod | undefined): boolean {
+  return (pod?.spec?.initContainers ?? []).some(isRestartableInitContainer);
 }

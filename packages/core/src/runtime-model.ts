@@ -1,4 +1,6 @@
 // The container runtime as the kubelet sees it (Go: pkg/kubelet/container). Times are ms since epoch.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { isRestartableInitContainer } from './pod-update.js';
 
 export type ContainerState = 'created' | 'running' | 'exited' | 'unknown';
 
@@ -133,4 +135,18 @@ export function findRuntimeContainerByName(pod: RuntimePod, name: string): Runti
     if (candidate.name === name && (newest === undefined || candidate.createdAt > newest.createdAt)) newest = candidate;
   }
   return newest;
+}
+
+/** Go: kubecontainer.ShouldContainerBeRestarted, for a container of the pod given its runtime status. */
+export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, podStatus: PodStatus): boolean {
+  if (pod.metadata?.deletionTimestamp) return false;
+  const status = findContainerStatusByName(podStatus, container.name);
+  if (!status) return true;
+  if (status.state === 'running') return false;
+  if (status.state === 'unknown' || status.state === 'created') return true;
+  if (isRestartableInitContainer(container)) return true;
+  const policy = pod.spec?.restartPolicy ?? 'Always';
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure' && status.exitCode === 0) return false;
+  return true;
 }

@@ -26,4 +26,10 @@ t.test('formats like Go', async (t) => {
   t.equal(formatDuration(500), '500ms');
   t.equal(formatDuration(3_600_000), '1h0m0s');
   t.equal(formatDuration(1500), '1.5s');
+  t.equal(formatDuration(10_000), '10s');
+  t.equal(formatDuration(1_234), '1.234s');
+  t.equal(formatDuration(80_000), '1m20s');
+  t.equal(formatDuration(120_000), '2m0s');
+  t.equal(formatDuration(300_000), '5m0s');
+  t.equal(formatDuration(3_600_000 + 61_000), '1h1m1s');
 });

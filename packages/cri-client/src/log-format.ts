@@ -31,7 +31,11 @@ export class CriLogFormatError extends Error {
 
 const timestampPattern = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 
-/** Formats a time in ms since the epoch (plus optional extra nanoseconds) as RFC3339Nano in UTC. */
+/**
+ * Formats a time in ms since the epoch (plus optional extra nanoseconds) as RFC3339Nano in UTC.
+ * @kubelet-ts/core has the same function; cri-client keeps its own so that it depends on nothing of ours
+ * (core brings @kubernetes/client-node, which a CRI-only user should not have to install).
+ */
 export function formatRFC3339Nano(ms: number, extraNanos = 0): string {
   const whole = Math.floor(ms);
   const iso = new Date(whole).toISOString(); // 2026-01-01T00:00:00.123Z

@@ -1,10 +1,21 @@
 // The kubelet's image garbage collector (Go: pkg/kubelet/images/image_gc_manager.go, plus the image GC
 // loop of Kubelet.StartGarbageCollection).
 import type { V1ObjectReference } from '@kubernetes/client-node';
-import { KubeletEventReason, noopEventRecorder, noopLogger, realClock, until, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import {
+  errorText,
+  formatDuration,
+  KubeletEventReason,
+  noopEventRecorder,
+  noopLogger,
+  realClock,
+  until,
+  type Clock,
+  type EventRecorder,
+  type Logger,
+} from '@kubelet-ts/core';
 import type { ImageService, RuntimeService, runtimeapi } from '@kubelet-ts/cri-client';
-import { formatGoDuration, imageGCPolicyWithDefaults, validateImageGCPolicy, type ImageGCPolicy } from './policy.js';
-import { CriImageFsStatsProvider, errorText, type ImageFsStatsProvider } from './stats.js';
+import { imageGCPolicyWithDefaults, validateImageGCPolicy, type ImageGCPolicy } from './policy.js';
+import { CriImageFsStatsProvider, type ImageFsStatsProvider } from './stats.js';
 
 /** Go: ImageGCPeriod, how often the kubelet runs GarbageCollect. */
 export const IMAGE_GC_PERIOD_MS = 5 * 60 * 1000;
@@ -410,7 +421,7 @@ export class RealImageGCManager implements ImageGCManager {
       remaining.push(image);
     }
     if (errors.length > 0) {
-      throw new Error(`wanted to free images older than ${formatGoDuration(maxAge)}, encountered errors in image deletion: ${aggregate(errors)}`);
+      throw new Error(`wanted to free images older than ${formatDuration(maxAge)}, encountered errors in image deletion: ${aggregate(errors)}`);
     }
     return remaining;
   }
@@ -431,8 +442,8 @@ export class RealImageGCManager implements ImageGCManager {
         if (verbose.enabled) {
           verbose.info("Image ID's age is less than the policy's minAge, not eligible for garbage collection", {
             imageID: image.id,
-            age: formatGoDuration(freeTime - image.firstDetected),
-            minAge: formatGoDuration(this.policy.minAgeMs),
+            age: formatDuration(freeTime - image.firstDetected),
+            minAge: formatDuration(this.policy.minAgeMs),
           });
         }
         continue;

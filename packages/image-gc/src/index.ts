@@ -1,7 +1,6 @@
 export {
   DEFAULT_IMAGE_GC_POLICY,
   ImageGCPolicyError,
-  formatGoDuration,
   imageGCPolicyWithDefaults,
   validateImageGCPolicy,
   type ImageGCPolicy,

@@ -1,3 +1,4 @@
+import { formatDuration } from '@kubelet-ts/core';
 // The image garbage collection policy (Go: images.ImageGCPolicy) and its validation, with the
 // messages of Go's NewImageGCManager and of the kubelet configuration validation.
 
@@ -39,24 +40,6 @@ export class ImageGCPolicyError extends Error {
   }
 }
 
-/** Go's time.Duration String() for whole milliseconds: 2m0s, 1h30m0s, 1.5s, 0s. */
-export function formatGoDuration(ms: number): string {
-  if (ms === 0) return '0s';
-  const sign = ms < 0 ? '-' : '';
-  let rest = Math.abs(ms);
-  if (rest < 1000) return `${sign}${rest}ms`;
-  const hours = Math.floor(rest / 3_600_000);
-  rest -= hours * 3_600_000;
-  const minutes = Math.floor(rest / 60_000);
-  rest -= minutes * 60_000;
-  const seconds = rest / 1000;
-  let text = '';
-  if (hours > 0) text += `${hours}h`;
-  if (hours > 0 || minutes > 0) text += `${minutes}m`;
-  text += `${Number.isInteger(seconds) ? seconds : Number(seconds.toFixed(3))}s`;
-  return sign + text;
-}
-
 const isPercent = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= 100;
 
 /**
@@ -79,13 +62,13 @@ export function validateImageGCPolicy(policy: ImageGCPolicy): void {
     }
   }
   if (!Number.isFinite(minAgeMs) || minAgeMs < 0) {
-    errors.push(`invalid configuration: imageMinimumGCAge ${formatGoDuration(minAgeMs)} must not be negative`);
+    errors.push(`invalid configuration: imageMinimumGCAge ${formatDuration(minAgeMs)} must not be negative`);
   }
   if (!Number.isFinite(maxAgeMs) || maxAgeMs < 0) {
-    errors.push(`invalid configuration: imageMaximumGCAge ${formatGoDuration(maxAgeMs)} must not be negative`);
+    errors.push(`invalid configuration: imageMaximumGCAge ${formatDuration(maxAgeMs)} must not be negative`);
   } else if (maxAgeMs > 0 && maxAgeMs <= minAgeMs) {
     errors.push(
-      `invalid configuration: imageMaximumGCAge ${formatGoDuration(maxAgeMs)} must be greater than imageMinimumGCAge ${formatGoDuration(minAgeMs)}`,
+      `invalid configuration: imageMaximumGCAge ${formatDuration(maxAgeMs)} must be greater than imageMinimumGCAge ${formatDuration(minAgeMs)}`,
     );
   }
   if (errors.length > 0) throw new ImageGCPolicyError(errors);

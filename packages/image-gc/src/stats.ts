@@ -2,6 +2,7 @@
 // CRI ImageFsInfo for usage and cAdvisor's statfs of the image filesystem's mountpoint for capacity).
 import { statfs as nodeStatfs } from 'node:fs/promises';
 import type { ImageService } from '@kubelet-ts/cri-client';
+import { errorText } from '@kubelet-ts/core';
 
 export interface ImageFsStats {
   /** Size of the filesystem holding images, in bytes. 0 means unknown and fails GC (InvalidDiskCapacity). */
@@ -100,7 +101,3 @@ export class CriImageFsStatsProvider implements ImageFsStatsProvider {
   }
 }
 
-export function errorText(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
-}

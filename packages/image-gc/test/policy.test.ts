@@ -3,7 +3,6 @@ import {
   DEFAULT_IMAGE_GC_POLICY,
   ImageGCPolicyError,
   RealImageGCManager,
-  formatGoDuration,
   imageGCPolicyWithDefaults,
   validateImageGCPolicy,
 } from '../src/index.js';
@@ -50,12 +49,4 @@ t.test('the constructor validates', async (t) => {
   const err = t.throws(() => new RealImageGCManager({ imageService: new FakeImageService(), runtimeService: new FakeRuntimeService(), policy: { highThresholdPercent: 120 } }));
   t.ok(err instanceof ImageGCPolicyError);
   t.same((err as ImageGCPolicyError).errors, ['invalid HighThresholdPercent 120, must be in range [0-100]']);
-});
-
-t.test('formatGoDuration', async (t) => {
-  t.equal(formatGoDuration(0), '0s');
-  t.equal(formatGoDuration(500), '500ms');
-  t.equal(formatGoDuration(1500), '1.5s');
-  t.equal(formatGoDuration(120_000), '2m0s');
-  t.equal(formatGoDuration(3_600_000 + 61_000), '1h1m1s');
 });

@@ -13,7 +13,8 @@ import {
   type V1Lease,
   type V1Node,
 } from '@kubernetes/client-node';
-import { formatMicroTime, formatTime, nodeToWire } from './wire.js';
+import { nodeToWire } from './wire.js';
+import { formatMicroTime, formatTime } from '@kubelet-ts/core';
 
 export interface RequestOptions {
   /** Aborts the request (stop(), or a timeout). */

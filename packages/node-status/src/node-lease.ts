@@ -1,9 +1,19 @@
 // The node lease heartbeat (Go: k8s.io/component-helpers/apimachinery/lease controller, with the
 // kubelet's setNodeOwnerFunc as newLeasePostProcessFunc).
 import type { V1Lease, V1OwnerReference } from '@kubernetes/client-node';
-import { apiErrorMessage, isAbortError, isConflict, isNotFound, jitterUntil, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import {
+  apiErrorMessage,
+  formatMicroTime,
+  isAbortError,
+  isConflict,
+  isNotFound,
+  jitterUntil,
+  noopLogger,
+  realClock,
+  type Clock,
+  type Logger,
+} from '@kubelet-ts/core';
 import { toKubeClient, type KubeClient, type KubeClientSource } from './kube-client.js';
-import { formatMicroTime } from './wire.js';
 
 /** Go's NamespaceNodeLease. */
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';

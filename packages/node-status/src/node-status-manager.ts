@@ -1,7 +1,18 @@
 // Node registration and node status (Go: pkg/kubelet/kubelet_node_status.go, nodestatus/setters.go,
 // util/node PatchNodeStatus).
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
-import { apiErrorMessage, isAbortError, isAlreadyExists, jitterUntil, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import {
+  apiErrorMessage,
+  isAbortError,
+  isAlreadyExists,
+  jitterUntil,
+  noopLogger,
+  realClock,
+  type Clock,
+  type Json,
+  type JsonObject,
+  type Logger,
+} from '@kubelet-ts/core';
 import type { ImageService, RuntimeService } from '@kubelet-ts/cri-client';
 import { hostInterfaceAddresses, lookupHostWithTimeout, parseNodeIPs, resolveNodeIPs } from './addresses.js';
 import { toKubeClient, type KubeClient, type KubeClientSource } from './kube-client.js';
@@ -30,7 +41,7 @@ import {
   type NodeImage,
 } from './setters.js';
 import { parseTaints } from './taints.js';
-import { createTwoWayMergePatch, deepCopy, nodePatchSchema, nodeToWire, semanticEqual, type Json, type JsonObject } from './wire.js';
+import { createTwoWayMergePatch, nodePatchSchema, nodeToWire, semanticEqual } from './wire.js';
 
 export const LABEL_HOSTNAME = 'kubernetes.io/hostname';
 export const LABEL_OS = 'kubernetes.io/os';
@@ -228,7 +239,7 @@ export class NodeStatusManager implements NodeStatusProvider {
 
   /** The node as last read from or written to the API server. */
   lastNode(): V1Node | undefined {
-    return this.latest ? deepCopy(this.latest) : undefined;
+    return this.latest ? structuredClone(this.latest) : undefined;
   }
 
   isRegistered(): boolean {
@@ -349,7 +360,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       if (!signal.aborted) this.logger.error('Unable to register node with API server, error getting existing node', err);
       return false;
     }
-    const original = deepCopy(existing);
+    const original = structuredClone(existing);
     this.logger.info('Node was previously registered');
     let requiresUpdate = this.reconcileCMADAnnotation(node, existing);
     requiresUpdate = this.updateDefaultLabels(node, existing) || requiresUpdate;
@@ -460,7 +471,7 @@ export class NodeStatusManager implements NodeStatusProvider {
 
   /** updateNode: a copy of originalNode with the required labels and the setters applied, and whether it changed. */
   private async updateNode(originalNode: V1Node): Promise<{ node: V1Node; changed: boolean }> {
-    const node = deepCopy(originalNode);
+    const node = structuredClone(originalNode);
     node.metadata ??= {};
     const labels = (node.metadata.labels ??= {});
     let labelsChanged = false;
@@ -696,7 +707,7 @@ export function nodeStatusHasChanged(original: V1Node, node: V1Node): boolean {
  */
 export function prepareNodePatches(original: V1Node, node: V1Node): { statusPatch?: JsonObject; metadataPatch?: JsonObject } {
   const oldWire = nodeToWire(original);
-  const diffNode = deepCopy(node);
+  const diffNode = structuredClone(node);
   diffNode.spec = original.spec;
   diffNode.metadata = original.metadata;
   const oldAddresses = original.status?.addresses ?? [];

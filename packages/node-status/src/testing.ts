@@ -4,7 +4,8 @@ import type { KubeClient, RequestOptions } from './kube-client.js';
 import type { MachineInfo } from './machine-info.js';
 import type { NodeLease } from './node-lease.js';
 import type { NodeStatusProvider } from './node-status-manager.js';
-import { applyStrategicMergePatch, deepCopy, isObject, nodeFromWire, nodePatchSchema, nodeToWire, type Json, type JsonObject } from './wire.js';
+import { applyStrategicMergePatch, nodeFromWire, nodePatchSchema, nodeToWire } from './wire.js';
+import { isJsonObject, type Json, type JsonObject } from '@kubelet-ts/core';
 
 /** Machine facts for tests: 4 CPUs, 8 GiB, 100 GiB root filesystem. */
 export function fakeMachineInfo(overrides: Partial<MachineInfo> = {}): MachineInfo {
@@ -77,12 +78,12 @@ export class FakeKubeClient implements KubeClient {
 
   node(name: string): V1Node | undefined {
     const n = this.nodes.get(name);
-    return n ? nodeFromWire(deepCopy(n)) : undefined;
+    return n ? nodeFromWire(structuredClone(n)) : undefined;
   }
 
   lease(namespace: string, name: string): JsonObject | undefined {
     const l = this.leases.get(`${namespace}/${name}`);
-    return l ? deepCopy(l) : undefined;
+    return l ? structuredClone(l) : undefined;
   }
 
   /** Writes a node as is (e.g. a node left by an earlier kubelet run). */
@@ -92,7 +93,7 @@ export class FakeKubeClient implements KubeClient {
     meta.uid ??= `uid-${++this.uidSeq}`;
     meta.resourceVersion = String(++this.rv);
     this.nodes.set(String(meta.name), wire);
-    return nodeFromWire(deepCopy(wire));
+    return nodeFromWire(structuredClone(wire));
   }
 
   private begin(method: FakeMethod, name: string, body?: unknown, opts?: RequestOptions): void {
@@ -122,7 +123,7 @@ export class FakeKubeClient implements KubeClient {
     this.begin('getNode', name, undefined, opts);
     const n = this.nodes.get(name);
     if (!n) throw new FakeApiError(404, 'NotFound', `nodes "${name}" not found`);
-    return nodeFromWire(deepCopy(n));
+    return nodeFromWire(structuredClone(n));
   }
 
   async createNode(node: V1Node, opts?: RequestOptions): Promise<V1Node> {
@@ -132,7 +133,7 @@ export class FakeKubeClient implements KubeClient {
     if (this.nodes.has(name)) throw new FakeApiError(409, 'AlreadyExists', `nodes "${name}" already exists`);
     this.stamp(wire, true);
     this.nodes.set(name, wire);
-    return nodeFromWire(deepCopy(wire));
+    return nodeFromWire(structuredClone(wire));
   }
 
   async patchNodeStatus(name: string, patch: object, opts?: RequestOptions): Promise<V1Node> {
@@ -149,7 +150,7 @@ export class FakeKubeClient implements KubeClient {
     const n = this.nodes.get(name);
     if (!n) throw new FakeApiError(404, 'NotFound', `nodes "${name}" not found`);
     const patched = applyStrategicMergePatch(n, patch, nodePatchSchema);
-    const next = deepCopy(n);
+    const next = structuredClone(n);
     if (part === 'status') {
       if (patched.status !== undefined) next.status = patched.status;
       else delete next.status;
@@ -163,14 +164,14 @@ export class FakeKubeClient implements KubeClient {
     }
     if (JSON.stringify(next) !== JSON.stringify(n)) this.stamp(next, false);
     this.nodes.set(name, next);
-    return nodeFromWire(deepCopy(next));
+    return nodeFromWire(structuredClone(next));
   }
 
   async getLease(namespace: string, name: string, opts?: RequestOptions): Promise<V1Lease> {
     this.begin('getLease', name, undefined, opts);
     const l = this.leases.get(`${namespace}/${name}`);
     if (!l) throw new FakeApiError(404, 'NotFound', `leases.coordination.k8s.io "${name}" not found`);
-    return deepCopy(l) as unknown as V1Lease;
+    return structuredClone(l) as unknown as V1Lease;
   }
 
   async createLease(lease: V1Lease, opts?: RequestOptions): Promise<V1Lease> {
@@ -182,7 +183,7 @@ export class FakeKubeClient implements KubeClient {
     if (this.leases.has(key)) throw new FakeApiError(409, 'AlreadyExists', `leases.coordination.k8s.io "${String(meta.name)}" already exists`);
     this.stamp(wire, true);
     this.leases.set(key, wire);
-    return deepCopy(wire) as unknown as V1Lease;
+    return structuredClone(wire) as unknown as V1Lease;
   }
 
   async updateLease(lease: V1Lease, opts?: RequestOptions): Promise<V1Lease> {
@@ -201,7 +202,7 @@ export class FakeKubeClient implements KubeClient {
     meta.creationTimestamp = (existing.metadata as JsonObject).creationTimestamp;
     this.stamp(wire, false);
     this.leases.set(key, wire);
-    return deepCopy(wire) as unknown as V1Lease;
+    return structuredClone(wire) as unknown as V1Lease;
   }
 
   /** Bumps a lease's resourceVersion as another writer would, so the next PUT from a stale copy conflicts. */
@@ -215,7 +216,7 @@ const MICRO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/;
 
 function checkMicroTimes(lease: JsonObject): void {
   const spec = lease.spec;
-  if (!isObject(spec)) return;
+  if (!isJsonObject(spec)) return;
   for (const k of ['renewTime', 'acquireTime']) {
     const v = spec[k];
     if (v !== undefined && (typeof v !== 'string' || !MICRO.test(v))) {
@@ -258,7 +259,7 @@ export class FakeNodeStatusManager implements NodeStatusProvider {
   }
 
   lastNode(): V1Node | undefined {
-    return this.node ? deepCopy(this.node) : undefined;
+    return this.node ? structuredClone(this.node) : undefined;
   }
 
   isRegistered(): boolean {

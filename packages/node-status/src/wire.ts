@@ -4,39 +4,11 @@ import type { V1Node } from '@kubernetes/client-node';
 // The package has no exports map and its index does not re-export the serializer (same import as pod-config).
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { Quantity } from './quantity.js';
-
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-export type JsonObject = { [key: string]: Json };
-
-export function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** metav1.Time as Go marshals it: RFC 3339 in UTC, whole seconds. */
-export function formatTime(ms: number | Date): string {
-  const t = typeof ms === 'number' ? ms : ms.getTime();
-  return new Date(Math.floor(t / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/**
- * metav1.MicroTime as Go marshals it: RFC 3339 with exactly six fractional digits
- * ("2024-01-01T00:00:00.000000Z"). A Date's toISOString() (three digits) is rejected by kube-apiserver.
- */
-export function formatMicroTime(ms: number | Date): string {
-  const t = typeof ms === 'number' ? ms : ms.getTime();
-  const whole = Math.floor(t);
-  const micros = Math.round((t - whole) * 1000);
-  return `${new Date(whole).toISOString().slice(0, 23)}${String(Math.min(micros, 999)).padStart(3, '0')}Z`;
-}
+import { formatTime, isJsonObject, jsonEqual, type Json, type JsonObject } from '@kubelet-ts/core';
 
 /** A metav1.Time value: a Date truncated to whole seconds (what the API server stores). */
 export function metaTime(ms: number): Date {
   return new Date(Math.floor(ms / 1000) * 1000);
-}
-
-/** Deep copy of a JSON-shaped object (Dates stay Dates). */
-export function deepCopy<T>(v: T): T {
-  return structuredClone(v);
 }
 
 /**
@@ -65,7 +37,7 @@ export function prune(v: Json): Json | undefined {
     if (v.length === 0) return undefined;
     return v.map((x) => prune(x) ?? null);
   }
-  if (isObject(v)) {
+  if (isJsonObject(v)) {
     const out: JsonObject = {};
     for (const [k, x] of Object.entries(v)) {
       const p = prune(x);
@@ -87,21 +59,9 @@ export const nodePatchSchema: PatchSchema = {
   status: { fields: { conditions: { mergeKey: 'type' }, addresses: { mergeKey: 'type' } } },
 };
 
-function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
-  if (isObject(a)) {
-    if (!isObject(b)) return false;
-    const ka = Object.keys(a);
-    if (ka.length !== Object.keys(b).length) return false;
-    return ka.every((k) => k in b && jsonEqual(a[k], b[k]));
-  }
-  return false;
-}
-
 function sortKeys(v: Json): Json {
   if (Array.isArray(v)) return v.map(sortKeys);
-  if (!isObject(v)) return v;
+  if (!isJsonObject(v)) return v;
   const out: JsonObject = {};
   for (const k of Object.keys(v).sort()) out[k] = sortKeys(v[k]);
   return out;
@@ -126,7 +86,7 @@ function diffMaps(original: JsonObject, modified: JsonObject, schema: PatchSchem
       patch[k] = mv;
       continue;
     }
-    if (isObject(ov) && isObject(mv)) {
+    if (isJsonObject(ov) && isJsonObject(mv)) {
       const sub = diffMaps(ov, mv, meta?.fields ?? {});
       if (Object.keys(sub).length > 0) patch[k] = sub;
       continue;
@@ -144,13 +104,13 @@ function diffMaps(original: JsonObject, modified: JsonObject, schema: PatchSchem
 }
 
 function diffMergingList(key: string, original: Json[], modified: Json[], mergeKey: string, schema: PatchSchema, patch: JsonObject): void {
-  const keyOf = (x: Json): Json | undefined => (isObject(x) ? x[mergeKey] : undefined);
+  const keyOf = (x: Json): Json | undefined => (isJsonObject(x) ? x[mergeKey] : undefined);
   const originalByKey = new Map<string, JsonObject>();
-  for (const x of original) if (isObject(x)) originalByKey.set(JSON.stringify(keyOf(x)), x);
+  for (const x of original) if (isJsonObject(x)) originalByKey.set(JSON.stringify(keyOf(x)), x);
   const modifiedKeys = new Set(modified.map((x) => JSON.stringify(keyOf(x))));
   const changes: Json[] = [];
   for (const x of modified) {
-    if (!isObject(x)) continue;
+    if (!isJsonObject(x)) continue;
     const o = originalByKey.get(JSON.stringify(keyOf(x)));
     if (!o) {
       changes.push(x);
@@ -160,13 +120,13 @@ function diffMergingList(key: string, original: Json[], modified: Json[], mergeK
     if (Object.keys(sub).length > 0) changes.push({ ...sub, [mergeKey]: x[mergeKey] });
   }
   for (const x of original) {
-    if (isObject(x) && !modifiedKeys.has(JSON.stringify(keyOf(x)))) changes.push({ [mergeKey]: x[mergeKey], $patch: 'delete' });
+    if (isJsonObject(x) && !modifiedKeys.has(JSON.stringify(keyOf(x)))) changes.push({ [mergeKey]: x[mergeKey], $patch: 'delete' });
   }
   const orderSame =
     original.length === modified.length && original.every((x, i) => JSON.stringify(keyOf(x)) === JSON.stringify(keyOf(modified[i])));
   if (changes.length > 0) patch[key] = changes;
   if (changes.length > 0 || !orderSame) {
-    patch[`$setElementOrder/${key}`] = modified.filter(isObject).map((x) => ({ [mergeKey]: x[mergeKey] }));
+    patch[`$setElementOrder/${key}`] = modified.filter(isJsonObject).map((x) => ({ [mergeKey]: x[mergeKey] }));
   }
 }
 
@@ -182,12 +142,12 @@ export function applyStrategicMergePatch(original: JsonObject, patch: JsonObject
     const meta = schema[k];
     if (pv === null) {
       delete out[k];
-    } else if (isObject(pv) && isObject(out[k])) {
+    } else if (isJsonObject(pv) && isJsonObject(out[k])) {
       out[k] = applyStrategicMergePatch(out[k] as JsonObject, pv, meta?.fields ?? {});
-    } else if (Array.isArray(pv) && meta?.mergeKey && !pv.some((x) => isObject(x) && x.$patch === 'replace')) {
+    } else if (Array.isArray(pv) && meta?.mergeKey && !pv.some((x) => isJsonObject(x) && x.$patch === 'replace')) {
       out[k] = mergeList(Array.isArray(out[k]) ? (out[k] as Json[]) : [], pv, meta.mergeKey, meta.fields ?? {}, patch[`$setElementOrder/${k}`]);
     } else if (Array.isArray(pv)) {
-      out[k] = pv.filter((x) => !(isObject(x) && x.$patch === 'replace'));
+      out[k] = pv.filter((x) => !(isJsonObject(x) && x.$patch === 'replace'));
     } else {
       out[k] = pv;
     }
@@ -196,9 +156,9 @@ export function applyStrategicMergePatch(original: JsonObject, patch: JsonObject
 }
 
 function mergeList(original: Json[], patch: Json[], mergeKey: string, schema: PatchSchema, order: Json | undefined): Json[] {
-  const result = original.filter(isObject).map((x) => ({ ...x }));
+  const result = original.filter(isJsonObject).map((x) => ({ ...x }));
   for (const p of patch) {
-    if (!isObject(p)) continue;
+    if (!isJsonObject(p)) continue;
     const idx = result.findIndex((x) => jsonEqual(x[mergeKey], p[mergeKey]));
     if (p.$patch === 'delete') {
       if (idx >= 0) result.splice(idx, 1);
@@ -210,7 +170,7 @@ function mergeList(original: Json[], patch: Json[], mergeKey: string, schema: Pa
   }
   if (!Array.isArray(order)) return result;
   const rank = (x: JsonObject): number => {
-    const i = order.findIndex((o) => isObject(o) && jsonEqual(o[mergeKey], x[mergeKey]));
+    const i = order.findIndex((o) => isJsonObject(o) && jsonEqual(o[mergeKey], x[mergeKey]));
     return i < 0 ? order.length : i;
   };
   return result.map((x, i) => ({ x, i })).sort((a, b) => rank(a.x) - rank(b.x) || a.i - b.i).map((e) => e.x);
@@ -229,8 +189,8 @@ export function semanticEqual(a: Json | undefined, b: Json | undefined, quantity
     }
   }
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => semanticEqual(x, b[i]));
-  if (isObject(a)) {
-    if (!isObject(b)) return false;
+  if (isJsonObject(a)) {
+    if (!isJsonObject(b)) return false;
     const ka = Object.keys(a);
     if (ka.length !== Object.keys(b).length) return false;
     return ka.every((k) => k in b && semanticEqual(a[k], b[k], quantityMap || k === 'capacity' || k === 'allocatable'));

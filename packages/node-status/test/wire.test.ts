@@ -3,8 +3,6 @@ import type { V1Node } from '@kubernetes/client-node';
 import {
   applyStrategicMergePatch,
   createTwoWayMergePatch,
-  formatMicroTime,
-  formatTime,
   leaseToWire,
   nodeFromWire,
   nodePatchSchema,
@@ -12,8 +10,8 @@ import {
   nodeToWire,
   prepareNodePatches,
   semanticEqual,
-  type JsonObject,
 } from '../src/index.js';
+import { formatMicroTime, formatTime, type JsonObject } from '@kubelet-ts/core';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);

@@ -3,22 +3,22 @@ import {
   ConfigFirstSeenAnnotationKey,
   ConfigMirrorAnnotationKey,
   ConfigSourceAnnotationKey,
-  PodOperation,
-  PodSource,
+  formatRFC3339Nano,
   isMirrorPod,
+  KubeletEventReason,
   noopEventRecorder,
   noopLogger,
   podFullName,
+  PodOperation,
+  PodSource,
   realClock,
   type Clock,
   type EventRecorder,
   type Logger,
   type PodSourceName,
   type PodUpdate,
-  KubeletEventReason,
 } from '@kubelet-ts/core';
 import { deepCopy, deepEqual } from './equality.js';
-import { formatRFC3339Nano } from './static-pod.js';
 import { UpdateQueue } from './update-queue.js';
 
 /**

@@ -29,7 +29,6 @@ export {
   decodePodsManifest,
   decodeSinglePodManifest,
   defaultImagePullPolicy,
-  formatRFC3339Nano,
   generatePodName,
   setPodDefaults,
   staticPodUID,

@@ -46,15 +46,6 @@ export function generatePodName(name: string, nodeName: string): string {
   return `${name}-${nodeName.toLowerCase()}`;
 }
 
-/** RFC3339 with nanosecond-style trimmed fraction, as Go's time.RFC3339Nano prints (in UTC). */
-export function formatRFC3339Nano(ms: number): string {
-  const iso = new Date(ms).toISOString(); // 2026-01-01T00:00:00.120Z
-  return iso.replace(/\.(\d+)Z$/, (_m, frac: string) => {
-    const trimmed = frac.replace(/0+$/, '');
-    return trimmed ? `.${trimmed}Z` : 'Z';
-  });
-}
-
 /**
  * The API server's defaulting of a Pod (the part of SetObjectDefaults_Pod a kubelet sees): pod
  * policies, container pull policy and termination message, port protocol, probe timings, volume

@@ -1,11 +1,10 @@
 import t from 'tap';
-import { ConfigHashAnnotationKey, ConfigSourceAnnotationKey } from '@kubelet-ts/core';
+import { ConfigHashAnnotationKey, ConfigSourceAnnotationKey, formatRFC3339Nano } from '@kubelet-ts/core';
 import {
   ManifestError,
   decodePodsManifest,
   decodeSinglePodManifest,
   defaultImagePullPolicy,
-  formatRFC3339Nano,
   generatePodName,
   serializePod,
   setPodDefaults,

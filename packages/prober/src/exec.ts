@@ -1,5 +1,6 @@
 // Exec probes (Go: pkg/probe/exec and the runtime's RunInContainer over CRI ExecSync).
-import { errorMessage, MAX_PROBE_OUTPUT_BYTES, type ProbeResponse } from './probe.js';
+import { MAX_PROBE_OUTPUT_BYTES, type ProbeResponse } from './probe.js';
+import { errorText } from '@kubelet-ts/core';
 
 export interface ExecSyncOutput {
   stdout: Buffer;
@@ -27,7 +28,7 @@ export function isExecTimeout(err: unknown): boolean {
 function runtimeErrorText(err: unknown): string {
   const { code, details } = (err ?? {}) as { code?: unknown; details?: unknown };
   if (typeof code === 'string' && typeof details === 'string') return `rpc error: code = ${code} desc = ${details}`;
-  return errorMessage(err);
+  return errorText(err);
 }
 
 /**

@@ -1,6 +1,7 @@
 // gRPC health probes (Go: pkg/probe/grpc): grpc.health.v1.Health/Check over @grpc/grpc-js.
 import * as grpc from '@grpc/grpc-js';
-import { DEFAULT_PROBE_USER_AGENT, errorMessage, goDuration, joinHostPort, type ProbeResponse } from './probe.js';
+import { DEFAULT_PROBE_USER_AGENT, joinHostPort, type ProbeResponse } from './probe.js';
+import { errorText, formatDuration } from '@kubelet-ts/core';
 
 export interface GrpcProbeOptions {
   host: string;
@@ -135,7 +136,7 @@ export async function grpcProbe(opts: GrpcProbeOptions): Promise<ProbeResponse> 
       'grpc.use_local_subchannel_pool': 1,
     }) as unknown as HealthClientShape;
   } catch (err) {
-    return { result: 'failure', output: `error: failed to connect service at ${JSON.stringify(addr)}: ${errorMessage(err)}` };
+    return { result: 'failure', output: `error: failed to connect service at ${JSON.stringify(addr)}: ${errorText(err)}` };
   }
   const deadline = new Date(Date.now() + timeoutSeconds * 1000);
   try {
@@ -143,7 +144,7 @@ export async function grpcProbe(opts: GrpcProbeOptions): Promise<ProbeResponse> 
     if (connectError) {
       return {
         result: 'failure',
-        output: `timeout: failed to connect service ${JSON.stringify(addr)} within ${goDuration(timeoutSeconds)}: context deadline exceeded`,
+        output: `timeout: failed to connect service ${JSON.stringify(addr)} within ${formatDuration(Math.round(timeoutSeconds * 1000))}: context deadline exceeded`,
       };
     }
     const response = await new Promise<{ err: grpc.ServiceError | null; res?: { status: number } }>((resolve) => {
@@ -155,7 +156,7 @@ export async function grpcProbe(opts: GrpcProbeOptions): Promise<ProbeResponse> 
         return { result: 'failure', output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${err.details}` };
       }
       if (err.code === grpc.status.DEADLINE_EXCEEDED) {
-        return { result: 'failure', output: `timeout: health rpc did not complete within ${goDuration(timeoutSeconds)}` };
+        return { result: 'failure', output: `timeout: health rpc did not complete within ${formatDuration(Math.round(timeoutSeconds * 1000))}` };
       }
       const code = CODE_NAMES[err.code] ?? `Code(${err.code})`;
       return { result: 'failure', output: `error: health rpc probe failed: rpc error: code = ${code} desc = ${err.details}` };
@@ -166,7 +167,7 @@ export async function grpcProbe(opts: GrpcProbeOptions): Promise<ProbeResponse> 
     }
     return { result: 'success', output: 'service healthy' };
   } catch (err) {
-    return { result: 'failure', output: `error: health rpc probe failed: ${errorMessage(err)}` };
+    return { result: 'failure', output: `error: health rpc probe failed: ${errorText(err)}` };
   } finally {
     client.close();
   }

@@ -1,12 +1,11 @@
 // HTTP probes (Go: pkg/probe/http: DoHTTPProbe, RedirectChecker, NewRequestForHTTPGetAction) over undici.
 import type { V1Container, V1HTTPGetAction } from '@kubernetes/client-node';
-import { realClock, type Clock } from '@kubelet-ts/core';
+import { errorText, realClock, type Clock } from '@kubelet-ts/core';
 import { Agent, request, type Dispatcher } from 'undici';
 import { resolveContainerPort } from './port.js';
 import {
   DEFAULT_PROBE_USER_AGENT,
   errorCode,
-  errorMessage,
   goDialError,
   joinHostPort,
   MAX_PROBE_OUTPUT_BYTES,
@@ -108,11 +107,11 @@ function requestError(url: URL, err: unknown, phase: 'headers' | 'body', timedOu
     return `Get ${JSON.stringify(url.href)}: ${code === 'ECONNRESET' ? 'read: connection reset by peer' : 'EOF'}`;
   }
   if (code?.startsWith('HPE_') || (err as { name?: unknown } | undefined)?.name === 'HTTPParserError') {
-    const message = errorMessage(err);
+    const message = errorText(err);
     const what = code === 'HPE_INVALID_STATUS' || /invalid status/i.test(message) ? 'malformed HTTP status code' : `malformed HTTP response (${message})`;
     return `Get ${JSON.stringify(url.href)}: net/http: HTTP/1.x transport connection broken: ${what}`;
   }
-  return `Get ${JSON.stringify(url.href)}: ${errorMessage(err)}`;
+  return `Get ${JSON.stringify(url.href)}: ${errorText(err)}`;
 }
 
 /** Drops a response body; destroying an unread undici body emits an error nobody needs. */
@@ -147,7 +146,7 @@ export async function httpProbe(opts: HttpProbeOptions): Promise<ProbeResponse> 
   try {
     url = typeof opts.url === 'string' ? new URL(opts.url) : opts.url;
   } catch (err) {
-    return { result: 'failure', output: errorMessage(err) };
+    return { result: 'failure', output: errorText(err) };
   }
   const clock = opts.clock ?? realClock;
   const timeoutMs = (opts.timeoutSeconds ?? 1) * 1000;

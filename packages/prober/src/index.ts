@@ -4,7 +4,6 @@ export {
   MAX_PROBE_OUTPUT_BYTES,
   DEFAULT_PROBE_USER_AGENT,
   probeUserAgent,
-  goDuration,
   joinHostPort,
 } from './probe.js';
 export { execProbe, expandCommand, isExecTimeout, type ExecRunner, type ExecSyncOutput } from './exec.js';
@@ -19,7 +18,6 @@ export {
   MAX_PROBE_RETRIES,
   probeTypeName,
   probeSpecOf,
-  containerFieldPath,
   type ProbeType,
   type ContainerProber,
   type ProberOptions,

@@ -1,6 +1,6 @@
 // The probe manager (Go: pkg/kubelet/prober/prober_manager.go).
-import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { noopLogger, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { isRestartableInitContainer, noopLogger, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { ExecRunner } from './exec.js';
 import { Prober, probeTypeName, type ContainerProber, type ProbeType } from './prober.js';
 import { ResultsManager } from './results.js';
@@ -41,11 +41,6 @@ export interface ProbeManagerInterface {
 
 function key(podUID: string, containerName: string, type: ProbeType): string {
   return `${podUID}/${containerName}/${type}`;
-}
-
-/** Go: podutil.IsRestartableInitContainer. */
-function isRestartableInitContainer(container: V1Container | undefined): boolean {
-  return container?.restartPolicy === 'Always';
 }
 
 const PROBE_TYPES_IN_ORDER: ProbeType[] = ['startup', 'readiness', 'liveness'];

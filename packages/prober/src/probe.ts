@@ -34,18 +34,6 @@ function ownVersion(): string {
 /** The User-Agent used when none is given: `kube-probe/<major>.<minor>` of this package. */
 export const DEFAULT_PROBE_USER_AGENT = probeUserAgent(ownVersion());
 
-/** Go's time.Duration String for whole or fractional seconds: 1s, 1.5s, 1m0s, 500ms. */
-export function goDuration(seconds: number): string {
-  if (seconds === 0) return '0s';
-  if (seconds < 1) return `${Math.round(seconds * 1000)}ms`;
-  const h = Math.floor(seconds / 3600);
-  const m = Math.floor((seconds % 3600) / 60);
-  const s = Math.round((seconds % 60) * 1000) / 1000;
-  if (h > 0) return `${h}h${m}m${s}s`;
-  if (m > 0) return `${m}m${s}s`;
-  return `${s}s`;
-}
-
 /** Go's net.JoinHostPort: brackets an IPv6 literal. */
 export function joinHostPort(host: string, port: number | string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
@@ -70,11 +58,6 @@ export function errorCode(err: unknown): string | undefined {
     e = (e as { cause?: unknown }).cause;
   }
   return undefined;
-}
-
-export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
 }
 
 /**

@@ -1,12 +1,23 @@
 // Runs one probe of a container and reports it (Go: pkg/kubelet/prober/prober.go).
 import type { V1Container, V1Pod, V1PodStatus, V1Probe } from '@kubernetes/client-node';
-import { KubeletEventReason, noopEventRecorder, noopLogger, parseContainerID, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import {
+  containerSpecFieldPath,
+  errorText,
+  KubeletEventReason,
+  noopEventRecorder,
+  noopLogger,
+  parseContainerID,
+  realClock,
+  type Clock,
+  type EventRecorder,
+  type Logger,
+} from '@kubelet-ts/core';
 import type { Agent } from 'undici';
 import { execProbe, expandCommand, type ExecRunner } from './exec.js';
 import { grpcProbe } from './grpc.js';
 import { createProbeAgent, httpGetUrl, httpProbe } from './http.js';
 import { resolveContainerPort } from './port.js';
-import { DEFAULT_PROBE_USER_AGENT, errorMessage, probeUserAgent, type ProbeResponse } from './probe.js';
+import { DEFAULT_PROBE_USER_AGENT, probeUserAgent, type ProbeResponse } from './probe.js';
 import { tcpProbe } from './tcp.js';
 
 export type ProbeType = 'liveness' | 'readiness' | 'startup';
@@ -47,13 +58,6 @@ export function probeSpecOf(container: V1Container, type: ProbeType): V1Probe | 
   return type === 'liveness' ? container.livenessProbe : type === 'readiness' ? container.readinessProbe : container.startupProbe;
 }
 
-/** Go: kubecontainer.GenerateContainerRef's fieldPath. */
-export function containerFieldPath(pod: V1Pod, container: V1Container): string {
-  const isInit = (pod.spec?.initContainers ?? []).some((c) => c.name === container.name) &&
-    !(pod.spec?.containers ?? []).some((c) => c.name === container.name);
-  return isInit ? `spec.initContainers{${container.name}}` : `spec.containers{${container.name}}`;
-}
-
 /**
  * Runs container probes with the Go kubelet's semantics and reports them as events on the pod:
  * `Unhealthy` "Liveness probe failed: <output>" for a failure, `ProbeWarning` "Readiness probe
@@ -88,7 +92,7 @@ export class Prober implements ContainerProber {
       response = await this.runProbe(spec, status, container, containerId, pod);
       if (response.result !== 'unknown') break;
     }
-    const details = { containerName: container.name, fieldPath: containerFieldPath(pod, container) };
+    const details = { containerName: container.name, fieldPath: containerSpecFieldPath(pod, container.name) };
     const name = probeTypeName(type);
     switch (response.result) {
       case 'success':
@@ -142,7 +146,7 @@ export class Prober implements ContainerProber {
       const podText = pod ? `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}` : '';
       return { result: 'unknown', output: `missing probe handler for ${podText}:${container.name}` };
     } catch (err) {
-      return { result: 'unknown', output: errorMessage(err) };
+      return { result: 'unknown', output: errorText(err) };
     }
   }
 

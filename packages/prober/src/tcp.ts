@@ -1,7 +1,7 @@
 // TCP socket probes (Go: pkg/probe/tcp DoTCPProbe).
 import { connect } from 'node:net';
-import { realClock, type Clock } from '@kubelet-ts/core';
-import { errorMessage, goDialError, joinHostPort, type ProbeResponse } from './probe.js';
+import { errorText, realClock, type Clock } from '@kubelet-ts/core';
+import { goDialError, joinHostPort, type ProbeResponse } from './probe.js';
 
 export interface TcpProbeOptions {
   host: string;
@@ -33,6 +33,6 @@ export function tcpProbe(opts: TcpProbeOptions): Promise<ProbeResponse> {
     const socket = connect({ host, port: opts.port });
     const timer = timeoutMs > 0 ? clock.setTimeout(() => finish({ result: 'failure', output: `dial tcp ${addr}: i/o timeout` }), timeoutMs) : undefined;
     socket.once('connect', () => finish({ result: 'success', output: '' }));
-    socket.once('error', (err) => finish({ result: 'failure', output: goDialError(err, host, opts.port) ?? `dial tcp ${addr}: ${errorMessage(err)}` }));
+    socket.once('error', (err) => finish({ result: 'failure', output: goDialError(err, host, opts.port) ?? `dial tcp ${addr}: ${errorText(err)}` }));
   });
 }

@@ -39,6 +39,3 @@ export const nodeFs: RuntimeFs = {
   },
 };
 
-export function isNotExist(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'ENOENT';
-}

@@ -45,12 +45,6 @@ export function formatPod(pod: V1Pod | undefined): string {
   return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? ''}(${pod.metadata?.uid ?? ''})`;
 }
 
-/** `namespace/name`, for log key/values (Go: klog.KObj). */
-export function podRef(pod: V1Pod | undefined): string {
-  if (!pod) return '';
-  return `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
-}
-
 /** The spec of the named container among containers, init containers and ephemeral containers (Go: GetContainerSpec). */
 export function getContainerSpec(pod: V1Pod, containerName: string): V1Container | undefined {
   const spec = pod.spec;
@@ -61,25 +55,8 @@ export function getContainerSpec(pod: V1Pod, containerName: string): V1Container
   return undefined;
 }
 
-/** Where a container sits in the pod spec, for event field paths (Go: GenerateContainerRef). */
-export function containerFieldPath(pod: V1Pod, containerName: string): string {
-  const spec = pod.spec;
-  if (spec?.initContainers?.some((c) => c.name === containerName)) return `spec.initContainers{${containerName}}`;
-  if (spec?.ephemeralContainers?.some((c) => c.name === containerName)) return `spec.ephemeralContainers{${containerName}}`;
-  return `spec.containers{${containerName}}`;
-}
-
 export function isHostNetworkPod(pod: V1Pod | undefined): boolean {
   return pod?.spec?.hostNetwork === true;
-}
-
-/** An init container with restartPolicy Always is a sidecar (Go: podutil.IsRestartableInitContainer). */
-export function isRestartableInitContainer(container: V1Container | undefined): boolean {
-  return container?.restartPolicy === 'Always';
-}
-
-export function hasRestartableInitContainer(pod: V1Pod | undefined): boolean {
-  return (pod?.spec?.initContainers ?? []).some(isRestartableInitContainer);
 }
 
 /** Go: shouldRestartOnFailure. */
@@ -98,38 +75,6 @@ export function isInitContainerFailed(status: ContainerStatus): boolean {
 export function containerSucceeded(container: V1Container, podStatus: PodStatus): boolean {
   const status = findContainerStatusByName(podStatus, container.name);
   return status !== undefined && status.state === 'exited' && status.exitCode === 0;
-}
-
-/** Go: kubecontainer.ShouldContainerBeRestarted. */
-export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, podStatus: PodStatus): boolean {
-  if (pod.metadata?.deletionTimestamp) return false;
-  const status = findContainerStatusByName(podStatus, container.name);
-  if (!status) return true;
-  if (status.state === 'running') return false;
-  if (status.state === 'unknown' || status.state === 'created') return true;
-  const policy = pod.spec?.restartPolicy ?? 'Always';
-  if (policy === 'Never') return false;
-  if (policy === 'OnFailure' && status.exitCode === 0) return false;
-  return true;
-}
-
-/** Go's time.Duration.String for whole milliseconds: 500ms, 10s, 1m20s, 5m0s, 1h0m0s. */
-export function formatGoDuration(ms: number): string {
-  if (ms === 0) return '0s';
-  const negative = ms < 0;
-  let rest = Math.abs(Math.round(ms));
-  if (rest < 1000) return `${negative ? '-' : ''}${rest}ms`;
-  const hours = Math.floor(rest / 3_600_000);
-  rest -= hours * 3_600_000;
-  const minutes = Math.floor(rest / 60_000);
-  rest -= minutes * 60_000;
-  const seconds = rest / 1000;
-  const secondsText = `${Number.isInteger(seconds) ? seconds : seconds.toFixed(3).replace(/0+$/, '')}s`;
-  let text = '';
-  if (hours > 0) text = `${hours}h${minutes}m${secondsText}`;
-  else if (minutes > 0) text = `${minutes}m${secondsText}`;
-  else text = secondsText;
-  return `${negative ? '-' : ''}${text}`;
 }
 
 /** CRI timestamps are nanoseconds; the core model uses milliseconds. */

@@ -1,9 +1,19 @@
 // Image pulling per imagePullPolicy with a per pod+image pull backoff (Go: pkg/kubelet/images
 // image_manager.go and puller.go, kuberuntime_image.go).
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { KubeletEventReason, Backoff, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import {
+  Backoff,
+  containerSpecFieldPath,
+  formatDuration,
+  KubeletEventReason,
+  podRef,
+  realClock,
+  type Clock,
+  type EventRecorder,
+  type Logger,
+} from '@kubelet-ts/core';
 import type { ImageService, runtimeapi } from '@kubelet-ts/cri-client';
-import { containerFieldPath, formatGoDuration, grpcErrorText, podRef } from './helpers.js';
+import { grpcErrorText } from './helpers.js';
 
 /** Image pull backoff of the Go kubelet: 10 s doubling to 300 s per pod+image. */
 export const imagePullBackoff = (clock?: Clock): Backoff => new Backoff({ initialMs: 10_000, maxMs: 300_000, clock });
@@ -124,7 +134,7 @@ export class ImageManager {
   ): Promise<EnsureImageResult> {
     const imgRef = container.image ?? '';
     const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
-      this.opts.recorder.event(pod, type, reason, message, { fieldPath: containerFieldPath(pod, container.name), containerName: container.name });
+      this.opts.recorder.event(pod, type, reason, message, { fieldPath: containerSpecFieldPath(pod, container.name), containerName: container.name });
     const log = this.opts.logger.with({ pod: podRef(pod), image: imgRef });
 
     let image: string;
@@ -204,7 +214,7 @@ export class ImageManager {
     event(
       'Normal',
       KubeletEventReason.PulledImage,
-      `Successfully pulled image ${JSON.stringify(imgRef)} in ${formatGoDuration(pulled.pullMs)} (${formatGoDuration(total)} including waiting). Image size: ${size} bytes.`,
+      `Successfully pulled image ${JSON.stringify(imgRef)} in ${formatDuration(Math.round(pulled.pullMs))} (${formatDuration(Math.round(total))} including waiting). Image size: ${size} bytes.`,
     );
     this.backoff.gc();
     return { ok: true, imageRef: pulled.ref };

@@ -58,11 +58,8 @@ export {
   buildContainerLogsPath,
   getContainerSpec,
   formatPod,
-  formatGoDuration,
   getStableKey,
   isInitContainerFailed,
-  isRestartableInitContainer,
-  shouldContainerBeRestarted,
   parseQuantity,
 } from './helpers.js';
 export { KubeletEventReason, noopEventRecorder, type EventRecorder, type EventType, type EventDetails } from '@kubelet-ts/core';

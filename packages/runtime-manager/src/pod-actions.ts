@@ -5,6 +5,8 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import {
   findContainerStatusByName,
   formatContainerID,
+  isRestartableInitContainer,
+  shouldContainerBeRestarted,
   type ContainerID,
   type ContainerStatus,
   type PodStatus,
@@ -15,8 +17,6 @@ import {
   containerSucceeded,
   isHostNetworkPod,
   isInitContainerFailed,
-  isRestartableInitContainer,
-  shouldContainerBeRestarted,
   shouldRestartOnFailure,
 } from './helpers.js';
 

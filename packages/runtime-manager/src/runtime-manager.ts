@@ -4,10 +4,17 @@ import * as os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
+  containerSpecFieldPath,
   createLogger,
   findContainerStatusByName,
   formatContainerID,
+  formatDuration,
+  isNotExist,
+  isRestartableInitContainer,
+  KubeletEventReason,
   noopEventRecorder,
+  podRef,
+  podSyncError,
   realClock,
   type Backoff,
   type Clock,
@@ -25,8 +32,6 @@ import {
   type RuntimeSandbox,
   type RuntimeStatus,
   type SyncResult,
-  podSyncError,
-  KubeletEventReason,
 } from '@kubelet-ts/core';
 import { isNotFound, readCriLog, type ImageService, type RuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
 import {
@@ -40,7 +45,7 @@ import {
   type NodeInfoForPods,
 } from './container-config.js';
 import { expandAll } from './expansion.js';
-import { isNotExist, nodeFs, type RuntimeFs } from './fs.js';
+import { nodeFs, type RuntimeFs } from './fs.js';
 import { hashContainer } from './hash.js';
 import {
   DEFAULT_POD_LOGS_ROOT_DIRECTORY,
@@ -50,16 +55,12 @@ import {
   MINIMUM_GRACE_PERIOD_SECONDS,
   buildContainerLogsDirectory,
   buildContainerLogsPath,
-  containerFieldPath,
   errorMessage,
-  formatGoDuration,
   formatPod,
   getContainerSpec,
   getStableKey,
   isHostNetworkPod,
-  isRestartableInitContainer,
   nanosToMillis,
-  podRef,
 } from './helpers.js';
 import { ImageManager } from './image-manager.js';
 import {
@@ -485,7 +486,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
   private event(pod: V1Pod, type: EventType, reason: string, message: string, container?: V1Container, containerId?: string): void {
     // A runtime's message often names the container id, which would make every event unique.
     const text = containerId && container ? message.split(containerId).join(container.name) : message;
-    this.recorder.event(pod, type, reason, text, container ? { fieldPath: containerFieldPath(pod, container.name), containerName: container.name } : undefined);
+    this.recorder.event(pod, type, reason, text, container ? { fieldPath: containerSpecFieldPath(pod, container.name), containerName: container.name } : undefined);
   }
 
   /**
@@ -644,7 +645,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     const key = getStableKey(pod, container, hashContainer(container));
     if (backoff.isInBackOffSince(key, finishedAt)) {
       this.event(pod, 'Warning', KubeletEventReason.BackOffStartContainer, `Back-off restarting failed container ${container.name} in pod ${formatPod(pod)}`, container);
-      const message = `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${formatPod(pod)}`;
+      const message = `back-off ${formatDuration(Math.round(backoff.get(key)))} restarting failed container=${container.name} pod=${formatPod(pod)}`;
       this.logger.v(3).info('Back-off restarting failed container', { err: message });
       return { reason: 'CrashLoopBackOff', message };
     }

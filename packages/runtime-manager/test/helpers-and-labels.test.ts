@@ -6,7 +6,6 @@ import {
   buildPodLogsDirectory,
   containerOomScoreAdjust,
   expand,
-  formatGoDuration,
   formatPod,
   getContainerInfoFromAnnotations,
   getContainerInfoFromLabels,
@@ -78,16 +77,6 @@ t.test('container annotations round-trip through getContainerInfoFromAnnotations
     containerPorts: undefined,
   }, 'malformed values read as absent');
   t.same(getContainerInfoFromLabels({ 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u' }), { containerName: '', podName: 'web', podNamespace: '', podUid: 'u' });
-});
-
-t.test('formatGoDuration matches Go time.Duration.String', async (t) => {
-  t.equal(formatGoDuration(0), '0s');
-  t.equal(formatGoDuration(500), '500ms');
-  t.equal(formatGoDuration(10_000), '10s');
-  t.equal(formatGoDuration(1_234), '1.234s');
-  t.equal(formatGoDuration(80_000), '1m20s');
-  t.equal(formatGoDuration(300_000), '5m0s');
-  t.equal(formatGoDuration(3_600_000), '1h0m0s');
 });
 
 t.test('formatPod and getContainerSpec', async (t) => {

@@ -5,9 +5,23 @@
 import { format } from 'node:util';
 import type { CoreV1Event, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { apiErrorCode, BucketRateLimiter, isAlreadyExists, isNotFound, noopLogger, realClock, type Clock, type EventDetails, type EventObject, type EventRecorder as CoreEventRecorder, type EventType, type Logger } from '@kubelet-ts/core';
+import {
+  apiErrorCode,
+  BucketRateLimiter,
+  containerFieldPath,
+  formatTime,
+  isAlreadyExists,
+  isNotFound,
+  noopLogger,
+  realClock,
+  type Clock,
+  type EventDetails,
+  type EventObject,
+  type EventRecorder as CoreEventRecorder,
+  type EventType,
+  type Logger,
+} from '@kubelet-ts/core';
 import type { KubeClient } from './client.js';
-import { formatTime } from './json.js';
 
 export { KubeletEventReason, nodeReference, type EventDetails, type EventObject, type EventType } from '@kubelet-ts/core';
 
@@ -19,14 +33,6 @@ export interface EventRecorder extends CoreEventRecorder {
   event(object: EventObject, type: EventType | string, reason: string, message: string, details?: EventDetails): void;
   /** message formatted from messageFmt and args, Go style (%s %v %d %q). */
   eventf(object: EventObject, type: EventType | string, reason: string, messageFmt: string, ...args: unknown[]): void;
-}
-
-/** The fieldPath of a container of a pod (Go: fieldpath of GenerateContainerRef). */
-export function containerFieldPath(pod: V1Pod, containerName: string): string | undefined {
-  if (pod.spec?.containers?.some((c) => c.name === containerName)) return `spec.containers{${containerName}}`;
-  if (pod.spec?.initContainers?.some((c) => c.name === containerName)) return `spec.initContainers{${containerName}}`;
-  if (pod.spec?.ephemeralContainers?.some((c) => c.name === containerName)) return `spec.ephemeralContainers{${containerName}}`;
-  return undefined;
 }
 
 /** Go's ref.GetReference: kind/apiVersion (Pod v1 when an object carries none), name, namespace, uid, resourceVersion. */

@@ -2,7 +2,15 @@
 // pkg/kubelet/status/generate.go and kubelet_pods.go's generateAPIPodStatus, getPhase and
 // convertToAPIContainerStatuses, with the prober's readiness/startup pass folded in).
 import type { V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
-import { formatContainerID, isStaticPod, type ContainerStatus, type PodStatus } from '@kubelet-ts/core';
+import {
+  findContainerStatusByName,
+  formatContainerID,
+  isRestartableInitContainer,
+  isStaticPod,
+  shouldContainerBeRestarted,
+  type ContainerStatus,
+  type PodStatus,
+} from '@kubelet-ts/core';
 
 export const PodPhase = { Pending: 'Pending', Running: 'Running', Succeeded: 'Succeeded', Failed: 'Failed', Unknown: 'Unknown' } as const;
 
@@ -48,11 +56,6 @@ export function podConditionSharedByKubelet(type: string): boolean {
 
 export function isPodPhaseTerminal(phase: string | undefined): boolean {
   return phase === PodPhase.Succeeded || phase === PodPhase.Failed;
-}
-
-/** A sidecar: an init container with restartPolicy Always. */
-export function isRestartableInitContainer(container: V1Container): boolean {
-  return container.restartPolicy === 'Always';
 }
 
 export function getContainerStatus(statuses: V1ContainerStatus[] | undefined, name: string): V1ContainerStatus | undefined {
@@ -288,26 +291,6 @@ export interface PodStatusInputs {
 
 const toDate = (ms: number | undefined): Date | undefined => (ms ? new Date(ms) : undefined);
 
-/** kubecontainer.ShouldContainerBeRestarted. */
-export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, status: PodStatus): boolean {
-  if (pod.metadata?.deletionTimestamp) return false;
-  const cs = newestStatus(status, container.name);
-  if (!cs) return true;
-  if (cs.state === 'running') return false;
-  if (cs.state === 'unknown' || cs.state === 'created') return true;
-  if (isRestartableInitContainer(container)) return true;
-  const policy = pod.spec?.restartPolicy ?? 'Always';
-  if (policy === 'Never') return false;
-  if (policy === 'OnFailure' && cs.exitCode === 0) return false;
-  return true;
-}
-
-function newestStatus(status: PodStatus, name: string): ContainerStatus | undefined {
-  let newest: ContainerStatus | undefined;
-  for (const c of status.containerStatuses) if (c.name === name && (!newest || c.createdAt > newest.createdAt)) newest = c;
-  return newest;
-}
-
 const clone = <T>(v: T): T => structuredClone(v);
 
 function convertContainerStatus(cs: ContainerStatus, old: V1ContainerStatus | undefined): V1ContainerStatus {
@@ -413,7 +396,7 @@ function convertToAPIContainerStatuses(
   // Containers that will be restarted (or failed to start) wait, with the reason of the last sync.
   for (const container of containers) {
     if (isInit) {
-      const newest = newestStatus(podStatus, container.name);
+      const newest = findContainerStatusByName(podStatus, container.name);
       if (newest && newest.state === 'exited' && newest.exitCode === 0) continue;
     }
     if (!shouldContainerBeRestarted(container, pod, podStatus)) continue;

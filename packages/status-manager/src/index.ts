@@ -4,5 +4,5 @@ export * from './status-manager.js';
 export * from './mirror-client.js';
 export * from './events.js';
 export { preparePodStatusPatch, diffPodStatus, applyPodStatusPatch, POD_STATUS_MERGE_KEYS, type PodStatusPatch } from './patch.js';
-export { podStatusToJson, formatTime, jsonEqual, type Json, type JsonObject } from './json.js';
+export { podStatusToJson } from './json.js';
 export { type KubeClient } from './client.js';

@@ -3,21 +3,7 @@
 import type { V1PodStatus } from '@kubernetes/client-node';
 // The package index does not re-export the serializer; this is the one its loadYaml()/dumpYaml() use.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-
-export type Json = null | boolean | number | string | Json[] | JsonObject;
-export interface JsonObject {
-  [key: string]: Json;
-}
-
-export function isJsonObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** metav1.Time on the wire: 2026-01-01T00:00:00Z (fractions dropped, as Go's Rfc3339Copy). */
-export function formatTime(t: Date | string | number): string {
-  const ms = t instanceof Date ? t.getTime() : typeof t === 'number' ? t : Date.parse(t);
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-}
+import { formatTime, isJsonObject, type Json, type JsonObject } from '@kubelet-ts/core';
 
 /** Drops undefined/null members and empty arrays, recursively, so equal statuses compare equal (Go's Semantic.DeepEqual). */
 function prune(v: unknown): Json | undefined {
@@ -59,18 +45,3 @@ export function podStatusToJson(status: V1PodStatus | undefined): JsonObject {
   return json as JsonObject;
 }
 
-/** Structural equality of two JSON values (key order ignored). */
-export function jsonEqual(a: Json | undefined, b: Json | undefined): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((x, i) => jsonEqual(x, b[i]));
-  }
-  if (isJsonObject(a)) {
-    if (!isJsonObject(b)) return false;
-    const ka = Object.keys(a);
-    if (ka.length !== Object.keys(b).length) return false;
-    return ka.every((k) => k in b && jsonEqual(a[k], b[k]));
-  }
-  return false;
-}

@@ -1,8 +1,8 @@
+import { isJsonObject, jsonEqual, type Json, type JsonObject } from '@kubelet-ts/core';
 // The status patch the kubelet sends (Go: statusutil.PatchPodStatus, i.e. strategicpatch
 // CreateTwoWayMergePatch of {status: old} -> {metadata: {uid}, status: new}), limited to the pod
 // status schema: conditions merge by type, podIPs/hostIPs by ip, every other list is atomic
 // (containerStatuses included, so changed lists are always sent whole).
-import { isJsonObject, jsonEqual, type Json, type JsonObject } from './json.js';
 
 /** Lists of the pod status that merge by a key (k8s.io/api patchMergeKey tags); the rest are replaced whole. */
 export const POD_STATUS_MERGE_KEYS: Readonly<Record<string, string>> = { conditions: 'type', podIPs: 'ip', hostIPs: 'ip' };

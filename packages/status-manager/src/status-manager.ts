@@ -4,7 +4,24 @@
 // sync sends one patch), rate limited, retried with backoff and reconciled every syncPeriodMs.
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { apiErrorCode, BucketRateLimiter, isAbortError, isConflict, isInvalid, isMirrorPod, isNotFound, isStaticPod, ItemExponentialFailureRateLimiter, noopLogger, RateLimitingQueue, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import {
+  apiErrorCode,
+  BucketRateLimiter,
+  isAbortError,
+  isConflict,
+  isInvalid,
+  isMirrorPod,
+  isNotFound,
+  isStaticPod,
+  ItemExponentialFailureRateLimiter,
+  noopLogger,
+  podRef,
+  RateLimitingQueue,
+  realClock,
+  type Clock,
+  type Logger,
+  type TimerHandle,
+} from '@kubelet-ts/core';
 import type { KubeClient } from './client.js';
 import {
   ContainerReasonStatusUnknown,
@@ -647,10 +664,6 @@ function updateLastTransitionTime(status: V1PodStatus, oldStatus: V1PodStatus, t
   if (!condition) return;
   const old = getPodCondition(oldStatus.conditions, type);
   condition.lastTransitionTime = old && old.status === condition.status && old.lastTransitionTime ? old.lastTransitionTime : new Date(now);
-}
-
-function podRef(pod: V1Pod): string {
-  return podKey(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '');
 }
 
 function errText(err: unknown): string {

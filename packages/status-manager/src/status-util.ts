@@ -5,12 +5,12 @@ import {
   generatePodReadyConditionForTerminalPhase,
   getPodCondition,
   isPodPhaseTerminal,
-  isRestartableInitContainer,
   podConditionByKubelet,
   podConditionSharedByKubelet,
   PodConditionType,
 } from './generate.js';
-import { jsonEqual, podStatusToJson } from './json.js';
+import { podStatusToJson } from './json.js';
+import { isRestartableInitContainer, jsonEqual } from '@kubelet-ts/core';
 
 /** kubecontainer.MaxPodTerminationMessageLogLength: the termination message budget shared by a pod's containers. */
 export const MaxPodTerminationMessageLogLength = 1024 * 12;

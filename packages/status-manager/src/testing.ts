@@ -3,11 +3,11 @@ import { randomUUID } from 'node:crypto';
 import type { CoreV1Event, V1ObjectReference, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { ApiException } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { isStaticPod, podFullName } from '@kubelet-ts/core';
+import { isJsonObject, isStaticPod, podFullName, type JsonObject } from '@kubelet-ts/core';
 import { RecordingEventRecorder as CoreRecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
 import type { KubeClient } from './client.js';
 import { eventfMessage, getReference, type EventObject, type EventRecorder, type EventType } from './events.js';
-import { isJsonObject, podStatusToJson, type JsonObject } from './json.js';
+import { podStatusToJson } from './json.js';
 import { applyPodStatusPatch } from './patch.js';
 import type { PodManagerLike, StatusManager } from './status-manager.js';
 
