@@ -14,19 +14,17 @@ const NANOS_PER_TICK = 1e9 / 100;
 const PAGE_SIZE = 4096;
 
 /**
- * Reads /proc once and sums CPU time and RSS per process group for the given group ids (a local
- * runtime container is the process group of its init process). Empty usage off Linux.
+ * The stat fields of every process in /proc (after the command name, which may contain spaces and
+ * parentheses: field N of proc(5) is at index N - 3), with its pid; undefined when /proc cannot be read.
  */
-export function readGroupUsage(pgids: Iterable<number>): Map<number, GroupUsage> {
-  const wanted = new Set(pgids);
-  const result = new Map<number, GroupUsage>();
-  if (wanted.size === 0) return result;
+function readProcStats(): Array<{ pid: number; fields: string[] }> | undefined {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return result;
+    return undefined;
   }
+  const stats: Array<{ pid: number; fields: string[] }> = [];
   for (const entry of entries) {
     const first = entry.charCodeAt(0);
     if (first < 48 || first > 57) continue;
@@ -36,8 +34,20 @@ export function readGroupUsage(pgids: Iterable<number>): Map<number, GroupUsage>
     } catch {
       continue; // exited meanwhile
     }
-    // Fields after the command name (which may contain spaces and parentheses): field N is at N - 3.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    stats.push({ pid: Number(entry), fields: stat.slice(stat.lastIndexOf(')') + 2).split(' ') });
+  }
+  return stats;
+}
+
+/**
+ * Reads /proc once and sums CPU time and RSS per process group for the given group ids (a local
+ * runtime container is the process group of its init process). Empty usage off Linux.
+ */
+export function readGroupUsage(pgids: Iterable<number>): Map<number, GroupUsage> {
+  const wanted = new Set(pgids);
+  const result = new Map<number, GroupUsage>();
+  if (wanted.size === 0) return result;
+  for (const { fields } of readProcStats() ?? []) {
     const pgrp = Number(fields[2]);
     if (!wanted.has(pgrp)) continue;
     const usage = result.get(pgrp) ?? { cpuNanos: 0, rssBytes: 0, processes: 0 };
@@ -54,24 +64,7 @@ export function readGroupUsage(pgids: Iterable<number>): Map<number, GroupUsage>
  * reaped it yet is gone for every purpose but kill(2)); undefined when /proc cannot be read.
  */
 export function liveGroupMembers(pgid: number): number[] | undefined {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return undefined;
-  }
-  const members: number[] = [];
-  for (const entry of entries) {
-    const first = entry.charCodeAt(0);
-    if (first < 48 || first > 57) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') members.push(Number(entry));
-  }
-  return members;
+  const stats = readProcStats();
+  if (!stats) return undefined;
+  return stats.filter(({ fields }) => Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X').map(({ pid }) => pid);
 }
