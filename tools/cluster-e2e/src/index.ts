@@ -1,0 +1,4 @@
+export { Kubectl, KubectlError, type KubeObject, clusterRoot, ensureCluster, nodeKubeconfig, readClusterEnv, repoRoot, restartComponent, type ClusterEnv } from './cluster.js';
+export { KubeletProcess, processResources, type NodeAgentOptions, type ProcessResources } from './kubelet-process.js';
+export { removeRuntimePods, unmountAndRemove } from './node-cleanup.js';
+export { waitFor } from './wait.js';

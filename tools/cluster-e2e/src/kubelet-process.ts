@@ -1,0 +1,168 @@
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot, type ClusterEnv } from './cluster.js';
+
+export interface NodeAgentOptions {
+  /** The node name (--hostname-override). */
+  node: string;
+  /** A node kubeconfig (tools/kube/node-kubeconfig.sh). */
+  kubeconfig: string;
+  /** The CRI endpoint, e.g. unix:///tmp/kubelet-ts-containerd/containerd.sock. */
+  runtimeEndpoint: string;
+  /** A scratch directory for the kubelet's root dir, pod logs and its own log. */
+  dir: string;
+  staticPodPath?: string;
+  extraArgs?: string[];
+}
+
+export interface ProcessResources {
+  rssBytes: number;
+  cpuSeconds: number;
+}
+
+let clockTicks: number | undefined;
+function ticksPerSecond(): number {
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return clockTicks;
+}
+
+/** RSS and CPU time (user + system) of a live process, from /proc. */
+export function processResources(pid: number): ProcessResources {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rssKb = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1] ?? 0);
+  // Fields after the command name (which may hold spaces) start at field 3; utime and stime are 14 and 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return { rssBytes: rssKb * 1024, cpuSeconds: ticks / ticksPerSecond() };
+}
+
+/** A kubelet (ours or Go's) running as its own process, its output in `<dir>/kubelet.log`. */
+export class KubeletProcess {
+  readonly exited: Promise<number | null>;
+  private exitCode: number | null | undefined;
+
+  private constructor(
+    readonly kind: 'kubelet-ts' | 'go-kubelet',
+    private readonly child: ChildProcess,
+    readonly logFile: string,
+    private readonly logOffset: number,
+  ) {
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        this.exitCode = code ?? (signal ? null : 0);
+        resolve(this.exitCode);
+      }),
+    );
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get running(): boolean {
+    return this.exitCode === undefined;
+  }
+
+  /** Our kubelet: the built binary (apps/kubelet/dist/main.js) on plain node, as an operator runs it. */
+  static startOurs(options: NodeAgentOptions): KubeletProcess {
+    const args = [
+      join(repoRoot, 'apps/kubelet/dist/main.js'),
+      `--kubeconfig=${options.kubeconfig}`,
+      `--container-runtime-endpoint=${options.runtimeEndpoint}`,
+      `--hostname-override=${options.node}`,
+      `--root-dir=${join(options.dir, 'root')}`,
+      `--pod-logs-dir=${join(options.dir, 'pod-logs')}`,
+      ...(options.staticPodPath ? [`--pod-manifest-path=${options.staticPodPath}`] : []),
+      ...(options.extraArgs ?? []),
+    ];
+    return KubeletProcess.spawn('kubelet-ts', process.execPath, args, options.dir);
+  }
+
+  /**
+   * The Go kubelet v1.20.2 from the same build, with what it needs on this machine kind: CRI over
+   * `--container-runtime=remote`, cgroupfs, no swap check; and the API rates given to ours.
+   */
+  static startGo(options: NodeAgentOptions, cluster: ClusterEnv): KubeletProcess {
+    const root = join(options.dir, 'root');
+    mkdirSync(root, { recursive: true });
+    const config = join(options.dir, 'kubelet-config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        apiVersion: 'kubelet.config.k8s.io/v1beta1',
+        kind: 'KubeletConfiguration',
+        cgroupDriver: 'cgroupfs',
+        failSwapOn: false,
+        kubeAPIQPS: 50,
+        kubeAPIBurst: 100,
+        eventRecordQPS: 50,
+        eventBurst: 100,
+        authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: cluster.caFile } },
+        authorization: { mode: 'Webhook' },
+        ...(options.staticPodPath ? { staticPodPath: options.staticPodPath } : {}),
+      }),
+    );
+    const args = [
+      `--config=${config}`,
+      `--kubeconfig=${options.kubeconfig}`,
+      '--container-runtime=remote',
+      `--container-runtime-endpoint=${options.runtimeEndpoint}`,
+      `--hostname-override=${options.node}`,
+      `--root-dir=${root}`,
+      `--cert-dir=${join(options.dir, 'pki')}`,
+      '--v=1',
+      ...(options.extraArgs ?? []),
+    ];
+    return KubeletProcess.spawn('go-kubelet', join(cluster.binDir, 'kubelet'), args, options.dir);
+  }
+
+  private static spawn(kind: KubeletProcess['kind'], command: string, args: string[], dir: string): KubeletProcess {
+    mkdirSync(dir, { recursive: true });
+    const logFile = join(dir, 'kubelet.log');
+    const logOffset = existsSync(logFile) ? statSync(logFile).size : 0;
+    const fd = openSync(logFile, 'a');
+    writeFileSync(fd, `---- ${new Date().toISOString()} ${command} ${args.join(' ')}\n`);
+    const child = spawn(command, args, { stdio: ['ignore', fd, fd] });
+    closeSync(fd);
+    return new KubeletProcess(kind, child, logFile, logOffset);
+  }
+
+  resources(): ProcessResources {
+    return processResources(this.pid);
+  }
+
+  /** SIGTERM, then SIGKILL if it has not exited within `timeoutMs`. Resolves with the exit code. */
+  async stop(timeoutMs = 30_000): Promise<number | null> {
+    if (!this.running) return this.exitCode ?? null;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** SIGKILL: the process gets no chance to clean up, as when a node agent crashes. */
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** What this process has written (its stdout and stderr) so far. */
+  output(): string {
+    try {
+      return readFileSync(this.logFile).subarray(this.logOffset).toString('utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  /** The last lines of this process's output, for failure messages. */
+  logTail(lines = 40): string {
+    return `${this.kind} (pid ${this.pid}, ${this.running ? 'running' : `exited ${this.exitCode}`}), last lines of ${this.logFile}:\n${this.output().split('\n').slice(-lines).join('\n')}`;
+  }
+}
