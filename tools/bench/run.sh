@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash tools/install.sh
 bash tools/containerd/start.sh >/dev/null
-trap 'bash tools/containerd/stop.sh >/dev/null 2>&1 || true' EXIT
+# The cluster benchmark (tools/cluster-e2e) starts the real control plane itself (building it once if needed).
+trap 'bash tools/kube/stop.sh --purge >/dev/null 2>&1 || true; bash tools/containerd/stop.sh >/dev/null 2>&1 || true' EXIT
 npx nx run-many -t build --output-style=static >/dev/null
 npx nx run-many -t bench --parallel=1 --output-style=static "$@"
