@@ -85,7 +85,7 @@ if ! running kube-controller-manager; then
     --kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
     --authorization-kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
-    --secure-port=10257 --use-service-account-credentials=true \
+    --secure-port="$KUBE_CONTROLLER_MANAGER_PORT" --use-service-account-credentials=true \
     --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
     --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
     --controllers='*,bootstrapsigner,tokencleaner' \
@@ -96,7 +96,7 @@ if ! running kube-scheduler; then
     --kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
     --authentication-kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
     --authorization-kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
-    --secure-port=10259
+    --secure-port="$KUBE_SCHEDULER_PORT"
 fi
 # A leader lease renewed since this script started (a lease left in etcd by an earlier run does not count).
 lease_renewed() {
