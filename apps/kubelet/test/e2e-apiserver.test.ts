@@ -13,7 +13,9 @@ t.teardown(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-// The outage runs on this runtime only: it is the same kubelet code on containerd, and 60 s once is enough.
+// The real control plane (tools/cluster-e2e) proves API server mode on containerd. This stand-in run stays for what
+// only a stand-in can stage: pods bound and deleted while the API server is unreachable to the kubelet, during a 60 s
+// outage (longer than the lease), on the embedded runtime.
 apiServerScenarios(t, { name: 'local-runtime', endpoint: local.endpoint, busyboxImage: 'localhost/kubelet-ts/busybox:1', scratchRoot: dir }, {
   outageSeconds: Number(process.env.KUBELET_E2E_OUTAGE_SECONDS ?? 60),
 });

@@ -61,7 +61,8 @@ async function waitFor<T>(what: string, probe: () => T | undefined | false, time
 }
 
 /**
- * The kubelet in API server mode against @kubelet-ts/test-apiserver, on the given runtime: registration,
+ * The kubelet in API server mode against @kubelet-ts/test-apiserver (the fast stand-in; tools/cluster-e2e runs the
+ * kubelet against the real control plane), on the given runtime: registration,
  * lease, bound pods, pod status, mirror pods, graceful deletion and events; optionally an outage of the
  * API server during which the node keeps working, after which everything converges.
  */
