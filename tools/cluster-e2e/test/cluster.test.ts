@@ -121,6 +121,23 @@ await t.test('a Deployment of 3 runs with pod IPs, and readiness turns its pods 
   t.equal(ips.size, 3, 'every pod has its own IP');
 });
 
+await t.test('a rolling update of the Deployment replaces its pods', async (t) => {
+  const before = new Set((await pods('app=web')).map((p) => p.metadata.name));
+  await kubectl.run(['set', 'env', '-n', NS, 'deployment/web', 'WEB_VERSION=2']);
+  await kubectl.run(['rollout', 'status', '-n', NS, 'deployment/web', '--timeout=120s']).catch((error) => {
+    throw new Error(`${(error as Error).message}\n${kubeletLog()}`);
+  });
+  const after = await waitFor('only the new pods left', async () => {
+    const now = await pods('app=web');
+    return now.length === 3 && now.every((p) => !before.has(p.metadata.name)) && now;
+  }, 60_000, kubeletLog);
+  for (const pod of after) {
+    t.ok(isPodReady(pod), `${pod.metadata.name} Ready`);
+    t.same(pod.spec.containers[0].env, [{ name: 'WEB_VERSION', value: '2' }], `${pod.metadata.name} runs the new template`);
+  }
+  t.equal((await kubectl.json(['get', 'replicasets', '-n', NS, '-l', 'app=web'])).items.filter((rs: Json) => rs.status.replicas > 0).length, 1, 'one ReplicaSet left with pods');
+});
+
 await t.test('a failing liveness probe restarts the container', async (t) => {
   await kubectl.apply(livenessOncePod('liveness', NS, containerd.busyboxImage));
   const pod = await waitFor('the liveness pod restarted once and Running again', async () => {
