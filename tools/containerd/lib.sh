@@ -3,22 +3,13 @@
 # Human-readable messages go to stderr; start.sh keeps stdout for the KEY=value env lines.
 
 KTS_TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}"
+# shellcheck source=tools/lib/common.sh
+. "$KTS_TOOLS_DIR/lib/common.sh"
 
-kts_log() { echo "[$(basename "$0")] $*" >&2; }
-kts_die() { echo "[$(basename "$0")] error: $*" >&2; exit 1; }
 
 # Paths, all under one root so that stop.sh can remove everything.
 kts_init_paths() {
-  ROOT=${KUBELET_TS_CONTAINERD_ROOT:-/tmp/kubelet-ts-containerd}
-  case "$ROOT" in
-    /*) ;;
-    *) kts_die "KUBELET_TS_CONTAINERD_ROOT must be an absolute path (got '$ROOT')" ;;
-  esac
-  ROOT=${ROOT%/}
-  case "$ROOT" in
-    ''|/|/tmp|/var|/run|/usr|/etc|/home|/root) kts_die "refusing to use '$ROOT' as the containerd root" ;;
-  esac
+  ROOT=$(kts_safe_root "${KUBELET_TS_CONTAINERD_ROOT:-/tmp/kubelet-ts-containerd}" KUBELET_TS_CONTAINERD_ROOT "containerd root") || exit 1
   SOCK="$ROOT/containerd.sock"
   TTRPC_SOCK="$ROOT/containerd.sock.ttrpc"
   DEBUG_SOCK="$ROOT/debug.sock"
@@ -39,27 +30,6 @@ kts_init_paths() {
   IMAGES_DIR=${KUBELET_TS_IMAGES_DIR:-$ROOT/images}
   # unix socket paths are limited to 107 bytes
   [ ${#TTRPC_SOCK} -lt 100 ] || kts_die "root path too long for unix sockets: $ROOT"
-}
-
-kts_require_root() {
-  [ "$(id -u)" = 0 ] || kts_die "must run as root (containerd, runc, mounts and CNI need it)"
-}
-
-# Install Debian packages that are missing (idempotent, non-interactive, no stdin needed).
-kts_ensure_packages() {
-  local missing=() p
-  for p in "$@"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-      missing+=("$p")
-    fi
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  command -v apt-get >/dev/null 2>&1 || kts_die "missing packages (${missing[*]}) and no apt-get: install them by hand"
-  kts_log "installing ${missing[*]} (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q </dev/null >&2 || kts_die "apt-get update failed"
-  apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-    "${missing[@]}" </dev/null >&2 || kts_die "apt-get install ${missing[*]} failed"
 }
 
 # Is PID a containerd process using our config?

@@ -11,20 +11,20 @@ TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=tools/kube/lib.sh
 . "$TOOLS_DIR/kube/lib.sh"
 
-kube_require_root
+kts_require_root "apt-get, containerd and the Go kubelet need it"
 kube_init_paths
 
 # One build at a time: test-all.sh starts one in the background, and start.sh waits for it here.
 mkdir -p "$(dirname "$KUBE_CACHE_DIR")"
 exec 9>"$KUBE_CACHE_DIR.lock"
 if ! flock -n 9; then
-  kube_log "another build of kubernetes $KUBE_SOURCE_VERSION is running; waiting for it"
+  kts_log "another build of kubernetes $KUBE_SOURCE_VERSION is running; waiting for it"
   flock 9
 fi
 
 if kube_binaries_present; then
-  kube_log "cached build of kubernetes $KUBE_SOURCE_VERSION in $KUBE_BIN_DIR"
-  kube_ensure_packages etcd-server
+  kts_log "cached build of kubernetes $KUBE_SOURCE_VERSION in $KUBE_BIN_DIR"
+  kts_ensure_packages etcd-server
   echo "KUBE_BIN_DIR=$KUBE_BIN_DIR"
   exit 0
 fi
@@ -40,8 +40,8 @@ add_deb_src() {
   if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
     uri=$(awk '$1=="deb" && $3 ~ /^bookworm$/ {print $2; exit}' /etc/apt/sources.list)
   fi
-  [ -n "$uri" ] || kube_die "cannot find the Debian archive apt uses (no debian.sources or sources.list entry for bookworm)"
-  kube_log "adding a deb-src entry for $uri bookworm"
+  [ -n "$uri" ] || kts_die "cannot find the Debian archive apt uses (no debian.sources or sources.list entry for bookworm)"
+  kts_log "adding a deb-src entry for $uri bookworm"
   cat > "$list" <<EOF
 Types: deb-src
 URIs: $uri
@@ -49,51 +49,51 @@ Suites: bookworm
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-  KUBE_APT_UPDATED=""
+  KTS_APT_UPDATED=""
 }
 
 add_deb_src
-KUBE_FORCE_APT_UPDATE=1 kube_ensure_packages golang-1.19-go rsync make dpkg-dev etcd-server \
+KTS_FORCE_APT_UPDATE=1 kts_ensure_packages golang-1.19-go rsync make dpkg-dev etcd-server \
   golang-github-modern-go-reflect2-dev ca-certificates
 
 work="$KUBE_CACHE_DIR/build"
 rm -rf "$work"
 mkdir -p "$work"
 start=$(date +%s)
-kube_log "apt-get source kubernetes=$KUBE_SOURCE_VERSION into $work"
+kts_log "apt-get source kubernetes=$KUBE_SOURCE_VERSION into $work"
 ( cd "$work" && apt-get source -q "kubernetes=$KUBE_SOURCE_VERSION" </dev/null >&2 ) \
-  || kube_die "apt-get source kubernetes=$KUBE_SOURCE_VERSION failed (is the deb-src entry reachable?)"
+  || kts_die "apt-get source kubernetes=$KUBE_SOURCE_VERSION failed (is the deb-src entry reachable?)"
 src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'kubernetes-*' | head -n 1)
-[ -n "$src" ] && [ -f "$src/Makefile" ] || kube_die "no unpacked kubernetes source under $work"
+[ -n "$src" ] && [ -f "$src/Makefile" ] || kts_die "no unpacked kubernetes source under $work"
 
 # The vendored reflect2 v1.0.1 crashes under Go >= 1.18 (reflect.mapiterinit when json-iterator encodes a
 # map); v1.0.2, from Debian, is the upstream fix.
 reflect2_src=/usr/share/gocode/src/github.com/modern-go/reflect2
 reflect2_vendor="$src/vendor/github.com/modern-go/reflect2"
-[ -d "$reflect2_src" ] || kube_die "missing $reflect2_src (golang-github-modern-go-reflect2-dev)"
-[ -d "$reflect2_vendor" ] || kube_die "missing $reflect2_vendor in the kubernetes source"
+[ -d "$reflect2_src" ] || kts_die "missing $reflect2_src (golang-github-modern-go-reflect2-dev)"
+[ -d "$reflect2_vendor" ] || kts_die "missing $reflect2_vendor in the kubernetes source"
 rm -f "$reflect2_vendor"/*.go
 cp "$reflect2_src"/*.go "$reflect2_vendor"/
 rm -f "$reflect2_vendor"/*_test.go
-kube_log "vendor/github.com/modern-go/reflect2 replaced by Debian's $(dpkg-query -W -f='${Version}' golang-github-modern-go-reflect2-dev)"
+kts_log "vendor/github.com/modern-go/reflect2 replaced by Debian's $(dpkg-query -W -f='${Version}' golang-github-modern-go-reflect2-dev)"
 
-kube_log "make WHAT=\"$KUBE_WHAT\" with $(/usr/lib/go-1.19/bin/go version) (about 8-9 minutes on 2 cores)"
+kts_log "make WHAT=\"$KUBE_WHAT\" with $(/usr/lib/go-1.19/bin/go version) (about 8-9 minutes on 2 cores)"
 (
   cd "$src"
   export PATH="/usr/lib/go-1.19/bin:$PATH"
   export GOFLAGS="" GO111MODULE=off GOCACHE="$KUBE_CACHE_DIR/gocache" GOTOOLCHAIN=local
   make WHAT="$KUBE_WHAT" </dev/null >&2
-) || kube_die "make WHAT=\"$KUBE_WHAT\" failed (output above)"
+) || kts_die "make WHAT=\"$KUBE_WHAT\" failed (output above)"
 
 out="$src/_output/bin"
 [ -d "$out" ] || out="$src/_output/local/bin/linux/amd64"
 mkdir -p "$KUBE_BIN_DIR.tmp"
 for b in $KUBE_BINARIES; do
-  [ -x "$out/$b" ] || kube_die "make did not produce $out/$b"
+  [ -x "$out/$b" ] || kts_die "make did not produce $out/$b"
   cp "$out/$b" "$KUBE_BIN_DIR.tmp/$b"
 done
 rm -rf "$KUBE_BIN_DIR"
 mv "$KUBE_BIN_DIR.tmp" "$KUBE_BIN_DIR"
 rm -rf "$work" "$KUBE_CACHE_DIR/gocache"
-kube_log "built $KUBE_BINARIES in $(( $(date +%s) - start )) s into $KUBE_BIN_DIR"
+kts_log "built $KUBE_BINARIES in $(( $(date +%s) - start )) s into $KUBE_BIN_DIR"
 echo "KUBE_BIN_DIR=$KUBE_BIN_DIR"

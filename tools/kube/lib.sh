@@ -3,14 +3,8 @@
 # Messages go to stderr; scripts keep stdout for KEY=value lines.
 
 KUBE_TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin${PATH:+:$PATH}"
-
-kube_log() { echo "[$(basename "$0")] $*" >&2; }
-kube_die() { echo "[$(basename "$0")] error: $*" >&2; exit 1; }
-
-kube_require_root() {
-  [ "$(id -u)" = 0 ] || kube_die "must run as root (apt-get, containerd and the Go kubelet need it)"
-}
+# shellcheck source=tools/lib/common.sh
+. "$KUBE_TOOLS_DIR/../lib/common.sh"
 
 # Debian bookworm's kubernetes source package: upstream v1.20.2 under a version that sorts after 1.20.5.
 KUBE_SOURCE_VERSION=1.20.5+really1.20.2-1.1+deb12u1
@@ -20,15 +14,7 @@ KUBE_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kub
 kube_init_paths() {
   KUBE_CACHE_DIR=${KUBELET_TS_KUBE_CACHE:-/var/cache/kubelet-ts}/kubernetes-$KUBE_SOURCE_VERSION
   KUBE_BIN_DIR="$KUBE_CACHE_DIR/bin"
-  CLUSTER_ROOT=${KUBELET_TS_CLUSTER_ROOT:-/tmp/kubelet-ts-cluster}
-  case "$CLUSTER_ROOT" in
-    /*) ;;
-    *) kube_die "KUBELET_TS_CLUSTER_ROOT must be an absolute path (got '$CLUSTER_ROOT')" ;;
-  esac
-  CLUSTER_ROOT=${CLUSTER_ROOT%/}
-  case "$CLUSTER_ROOT" in
-    ''|/|/tmp|/var|/run|/usr|/etc|/home|/root) kube_die "refusing to use '$CLUSTER_ROOT' as the cluster root" ;;
-  esac
+  CLUSTER_ROOT=$(kts_safe_root "${KUBELET_TS_CLUSTER_ROOT:-/tmp/kubelet-ts-cluster}" KUBELET_TS_CLUSTER_ROOT "cluster root") || exit 1
 }
 
 kube_binaries_present() {
@@ -36,27 +22,6 @@ kube_binaries_present() {
   for b in $KUBE_BINARIES; do
     [ -x "$KUBE_BIN_DIR/$b" ] || return 1
   done
-}
-
-KUBE_APT_UPDATED=""
-# Install the Debian packages that are missing (non-interactive, no stdin). KUBE_FORCE_APT_UPDATE=1 refreshes
-# the lists even if every package is there (needed after adding a deb-src entry).
-kube_ensure_packages() {
-  local missing=() p
-  for p in "$@"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-      missing+=("$p")
-    fi
-  done
-  if [ -z "$KUBE_APT_UPDATED" ] && { [ ${#missing[@]} -gt 0 ] || [ "${KUBE_FORCE_APT_UPDATE:-}" = 1 ]; }; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q </dev/null >&2 || kube_die "apt-get update failed"
-    KUBE_APT_UPDATED=1
-  fi
-  [ ${#missing[@]} -eq 0 ] && return 0
-  kube_log "installing ${missing[*]} (apt-get)"
-  apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-    "${missing[@]}" </dev/null >&2 || kube_die "apt-get install ${missing[*]} failed"
 }
 
 # Fixed loopback ports, away from the defaults of a real control plane that might run on the machine too.
@@ -82,14 +47,14 @@ kube_stop_component() {
   [ -f "$pidfile" ] || return 0
   pid=$(cat "$pidfile" 2>/dev/null || true)
   if kube_pid_alive "$pid"; then
-    kube_log "stopping $name (pid $pid)"
+    kts_log "stopping $name (pid $pid)"
     kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
     for i in $(seq 1 $((wait * 10))); do
       kube_pid_alive "$pid" || break
       sleep 0.1
     done
     if kube_pid_alive "$pid"; then
-      kube_log "$name (pid $pid) did not stop after ${wait}s; killing it"
+      kts_log "$name (pid $pid) did not stop after ${wait}s; killing it"
     fi
   fi
   # Whatever is left of the group (a supervised component's child) goes too.
@@ -104,7 +69,7 @@ kube_stop_component() {
 kube_start_component() {
   local name=$1 supervised=""; shift
   if [ "${1:-}" = --supervised ]; then supervised=1; shift; fi
-  kube_log "starting $name${supervised:+ (restarted when it exits)} (log $CLUSTER_ROOT/$name.log)"
+  kts_log "starting $name${supervised:+ (restarted when it exits)} (log $CLUSTER_ROOT/$name.log)"
   echo "---- $(date -u +%Y-%m-%dT%H:%M:%SZ) starting $name" >> "$CLUSTER_ROOT/$name.log"
   printf '%s\0' ${supervised:+--supervised} "$@" > "$CLUSTER_ROOT/$name.cmd"
   if [ -n "$supervised" ]; then
@@ -126,15 +91,15 @@ kube_wait_for() {
   until "$@" >/dev/null 2>&1; do
     if ! kube_pid_alive "$pid"; then
       tail -n 40 "$CLUSTER_ROOT/$name.log" >&2
-      kube_die "$name (pid $pid) exited before $what; log above, full log $CLUSTER_ROOT/$name.log"
+      kts_die "$name (pid $pid) exited before $what; log above, full log $CLUSTER_ROOT/$name.log"
     fi
     if [ $(( $(date +%s) - start )) -ge "$timeout" ]; then
       tail -n 40 "$CLUSTER_ROOT/$name.log" >&2
-      kube_die "$what not reached after ${timeout}s; log above, full log $CLUSTER_ROOT/$name.log"
+      kts_die "$what not reached after ${timeout}s; log above, full log $CLUSTER_ROOT/$name.log"
     fi
     sleep 0.3
   done
-  kube_log "$what after $(( $(date +%s) - start )) s"
+  kts_log "$what after $(( $(date +%s) - start )) s"
 }
 
 kube_kubectl() { "$KUBE_BIN_DIR/kubectl" --kubeconfig "$CLUSTER_ROOT/admin.kubeconfig" "$@"; }
@@ -175,7 +140,7 @@ kube_issue_cert() {
   local name=$1 subject=$2 usage=$3 sans=${4:-} pki="$CLUSTER_ROOT/pki"
   [ -f "$pki/$name.crt" ] && [ -f "$pki/$name.key" ] && return 0
   openssl req -new -nodes -newkey rsa:2048 -keyout "$pki/$name.key" -out "$pki/$name.csr" -subj "$subject" 2>/dev/null \
-    || kube_die "openssl req for $name failed"
+    || kts_die "openssl req for $name failed"
   {
     echo "basicConstraints=critical,CA:FALSE"
     echo "keyUsage=critical,digitalSignature,keyEncipherment"
@@ -183,7 +148,7 @@ kube_issue_cert() {
     [ -n "$sans" ] && echo "subjectAltName=$sans"
   } > "$pki/$name.ext"
   openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-    -out "$pki/$name.crt" -days 365 -sha256 -extfile "$pki/$name.ext" 2>/dev/null || kube_die "signing $name failed"
+    -out "$pki/$name.crt" -days 365 -sha256 -extfile "$pki/$name.ext" 2>/dev/null || kts_die "signing $name failed"
   chmod 600 "$pki/$name.key"
   rm -f "$pki/$name.csr" "$pki/$name.ext"
 }
@@ -193,7 +158,7 @@ kube_issue_cert() {
 kube_node_kubeconfig() {
   local node=$1 file="$CLUSTER_ROOT/nodes/$1.kubeconfig"
   case "$node" in
-    ''|*[!a-z0-9.-]*) kube_die "invalid node name '$node' (lower-case DNS subdomain)" ;;
+    ''|*[!a-z0-9.-]*) kts_die "invalid node name '$node' (lower-case DNS subdomain)" ;;
   esac
   mkdir -p "$CLUSTER_ROOT/nodes"
   kube_issue_cert "node-$node" "/O=system:nodes/CN=system:node:$node" clientAuth

@@ -8,5 +8,5 @@ TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=tools/kube/lib.sh
 . "$TOOLS_DIR/kube/lib.sh"
 kube_init_paths
-[ -f "$CLUSTER_ROOT/pki/ca.key" ] || kube_die "no cluster CA under $CLUSTER_ROOT/pki: run tools/kube/start.sh first"
+[ -f "$CLUSTER_ROOT/pki/ca.key" ] || kts_die "no cluster CA under $CLUSTER_ROOT/pki: run tools/kube/start.sh first"
 kube_node_kubeconfig "${1:-}"

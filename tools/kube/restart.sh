@@ -11,9 +11,9 @@ kube_init_paths
 name=${1:-}
 case "$name" in
   etcd|kube-apiserver|kube-controller-manager|kube-scheduler) ;;
-  *) kube_die "usage: $0 etcd|kube-apiserver|kube-controller-manager|kube-scheduler [DOWN_SECONDS] (got '$name')" ;;
+  *) kts_die "usage: $0 etcd|kube-apiserver|kube-controller-manager|kube-scheduler [DOWN_SECONDS] (got '$name')" ;;
 esac
-[ -f "$CLUSTER_ROOT/$name.cmd" ] || kube_die "$name was never started here (no $CLUSTER_ROOT/$name.cmd): run tools/kube/start.sh"
+[ -f "$CLUSTER_ROOT/$name.cmd" ] || kts_die "$name was never started here (no $CLUSTER_ROOT/$name.cmd): run tools/kube/start.sh"
 mapfile -d '' cmd < "$CLUSTER_ROOT/$name.cmd"
 kube_stop_component "$name"
 sleep "${2:-0}"

@@ -13,10 +13,10 @@ TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=tools/kube/lib.sh
 . "$TOOLS_DIR/kube/lib.sh"
 
-kube_require_root
+kts_require_root "apt-get, containerd and the Go kubelet need it"
 kube_init_paths
 bash "$TOOLS_DIR/kube/build.sh" >/dev/null
-kube_ensure_packages etcd-server openssl curl
+kts_ensure_packages etcd-server openssl curl
 mkdir -p "$CLUSTER_ROOT/pki"
 chmod 700 "$CLUSTER_ROOT/pki"
 pki="$CLUSTER_ROOT/pki"
@@ -26,7 +26,7 @@ started=$(date +%s)
 if [ ! -f "$pki/ca.crt" ]; then
   openssl req -x509 -new -nodes -newkey rsa:2048 -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 3650 -sha256 \
     -subj "/CN=kubelet-ts-cluster-ca" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null \
-    || kube_die "creating the cluster CA failed"
+    || kts_die "creating the cluster CA failed"
   chmod 600 "$pki/ca.key"
 fi
 kube_issue_cert apiserver "/CN=kube-apiserver" serverAuth \
@@ -36,7 +36,7 @@ kube_issue_cert controller-manager "/CN=system:kube-controller-manager" clientAu
 kube_issue_cert scheduler "/CN=system:kube-scheduler" clientAuth
 if [ ! -f "$pki/sa.key" ]; then
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null && openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null \
-    || kube_die "creating the service-account key pair failed"
+    || kts_die "creating the service-account key pair failed"
   chmod 600 "$pki/sa.key"
 fi
 if [ ! -f "$pki/tokens.csv" ]; then
@@ -118,5 +118,5 @@ KUBE_APISERVER=https://127.0.0.1:$KUBE_APISERVER_PORT
 KUBE_CA_FILE=$pki/ca.crt
 KUBE_VERSION=$("$KUBE_BIN_DIR/kube-apiserver" --version | awk '{print $2}')
 EOF
-kube_log "control plane ready in $(( $(date +%s) - started )) s (env in $CLUSTER_ROOT/env)"
+kts_log "control plane ready in $(( $(date +%s) - started )) s (env in $CLUSTER_ROOT/env)"
 cat "$CLUSTER_ROOT/env"

@@ -14,5 +14,5 @@ for component in kube-scheduler kube-controller-manager kube-apiserver etcd; do
 done
 if [ "${1:-}" = --purge ]; then
   rm -rf "$CLUSTER_ROOT"
-  kube_log "removed $CLUSTER_ROOT"
+  kts_log "removed $CLUSTER_ROOT"
 fi
