@@ -129,3 +129,10 @@ export class Kubectl {
     }
   }
 }
+
+/** The real API server for wire-level requests, with the admin token (group system:masters). */
+export function adminWireServer(env: ClusterEnv): { url: string; token: string; caFile: string } {
+  const token = readFileSync(join(env.root, 'pki/tokens.csv'), 'utf8').split(',')[0]?.trim();
+  if (!token) throw new Error(`no admin token in ${join(env.root, 'pki/tokens.csv')}`);
+  return { url: env.server, token, caFile: env.caFile };
+}

@@ -2,6 +2,7 @@
  * The resources this server serves, with the parts of their registry strategies (defaulting,
  * create/update preparation, validation, field labels) that clients can observe.
  */
+import { admitNode, admitPod, type AdmissionContext } from './admission.js';
 import type { FieldError } from './errors.js';
 import { clone, deepEqual, isObject, type JsonObject } from './patch.js';
 import { metaOnlySchema, namespaceSchema, nodeSchema, podSchema, serviceSchema, type SmpSchema } from './smp-schema.js';
@@ -38,6 +39,8 @@ export interface ResourceDef {
   returnDeletedObject?: boolean;
   /** metadata.generation is maintained (starts at 1, bumps on spec changes). */
   generation?: boolean;
+  /** Mutating admission on create (before defaulting and PrepareForCreate). */
+  admitCreate?: (obj: JsonObject, namespace: string | undefined, ctx: AdmissionContext) => void;
   /** Defaulting and create-time resets (PrepareForCreate + SetDefaults). */
   prepareForCreate?: (obj: JsonObject) => void;
   /** Validation on create; field errors become 422 Invalid. */
@@ -333,6 +336,7 @@ export function builtinResources(): ResourceDef[] {
     smp: podSchema,
     returnDeletedObject: true,
     generation: true,
+    admitCreate: (pod, namespace, ctx) => admitPod(pod, namespace ?? '', ctx),
     prepareForCreate(pod) {
       defaultPod(pod);
       // podStrategy.PrepareForCreate: status starts as Pending with the computed QoS class.
@@ -405,6 +409,7 @@ export function builtinResources(): ResourceDef[] {
       statusSubresource: true,
       fieldLabels: ['spec.unschedulable'],
       smp: nodeSchema,
+      admitCreate: (node, _namespace, ctx) => admitNode(node, ctx),
     },
     {
       group: '',

@@ -2,6 +2,7 @@
  * The HTTP front end: kube-apiserver's REST paths, verbs, discovery, watch streaming, and the test
  * controls (request log, injected failures, outages, bookmarks, history compaction, kubeconfig).
  */
+import type { AdmissionConfig } from './admission.js';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -61,6 +62,11 @@ export interface TestApiServerOptions {
   maxHistory?: number;
   /** Creating a namespaced object requires its namespace to exist (kube's NamespaceLifecycle). Default true. */
   enforceNamespaces?: boolean;
+  /**
+   * The mutating admission plugins of kube-apiserver that run on create: ServiceAccount (the default service account
+   * and its token secret volume), DefaultTolerationSeconds, TaintNodesByCondition. All on by default, as in kube.
+   */
+  admission?: AdmissionConfig;
   /** See StoreOptions.patchUidMismatch. Default 'invalid' (422), what kube answers. */
   patchUidMismatch?: 'invalid' | 'conflict';
   /** Additional resources to serve (same shape as the built-in ones). */
@@ -185,6 +191,7 @@ export class TestApiServer {
       maxHistory: options.maxHistory,
       enforceNamespaces: options.enforceNamespaces,
       patchUidMismatch: options.patchUidMismatch,
+      admission: options.admission,
       resources: [...builtinResources(), ...(options.extraResources ?? [])],
     });
     const raw = this.raw;

@@ -21,6 +21,7 @@ import {
 import { clone, deepEqual, isObject, jsonMergePatch, jsonPatch, strategicMergePatch, type Json, type JsonObject } from './patch.js';
 import { apiVersionOf, builtinResources, storageDef, storageKeyOf, type ResourceDef } from './resources.js';
 import { normalizeTimes } from './times.js';
+import type { AdmissionConfig, AdmissionContext } from './admission.js';
 import { fieldValue, parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from './selectors.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -95,6 +96,8 @@ export interface StoreOptions {
    * storage precondition message, what a PUT with a stale uid gets).
    */
   patchUidMismatch?: 'invalid' | 'conflict';
+  /** The mutating admission plugins that run on create (all by default, as in kube-apiserver). */
+  admission?: AdmissionConfig;
   resources?: ResourceDef[];
 }
 
@@ -133,15 +136,46 @@ export class Store {
   private readonly maxHistory: number;
   private readonly enforceNamespaces: boolean;
   private readonly patchUidMismatch: 'invalid' | 'conflict';
+  private readonly admission: AdmissionContext;
 
   constructor(options: StoreOptions) {
     this.clock = options.clock;
     this.maxHistory = Math.max(1, options.maxHistory ?? 1000);
     this.enforceNamespaces = options.enforceNamespaces ?? true;
     this.patchUidMismatch = options.patchUidMismatch ?? 'invalid';
+    this.admission = {
+      enabled: (plugin) => options.admission?.[plugin] ?? true,
+      serviceAccountTokenSecret: (namespace, serviceAccount) => this.serviceAccountTokenSecret(namespace, serviceAccount),
+    };
     this.defs = options.resources ?? builtinResources();
     const namespaces = this.resolve('namespaces');
     for (const name of INITIAL_NAMESPACES) this.create(namespaces, undefined, { metadata: { name } });
+  }
+
+  /**
+   * The token secret of a service account, created the first time a pod needs it (kube's token controller makes it
+   * when the service account appears; here every service account exists): `<sa>-token-<5 chars>`, type
+   * kubernetes.io/service-account-token.
+   */
+  private serviceAccountTokenSecret(namespace: string, serviceAccount: string): string {
+    const secrets = this.resolve('secrets');
+    const prefix = `${serviceAccount}-token-`;
+    for (const [key, secret] of this.bucket(secrets)) {
+      const m = meta(secret);
+      if (key.startsWith(`${namespace}/${prefix}`) && secret.type === 'kubernetes.io/service-account-token') return String(m.name);
+    }
+    let suffix = '';
+    for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
+    const name = `${prefix}${suffix}`;
+    const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+    this.create(secrets, namespace, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace, annotations: { 'kubernetes.io/service-account.name': serviceAccount, 'kubernetes.io/service-account.uid': randomUUID() } },
+      type: 'kubernetes.io/service-account-token',
+      data: { token: base64(`test-apiserver.${namespace}.${serviceAccount}`), 'ca.crt': '', namespace: base64(namespace) },
+    });
+    return name;
   }
 
   /** The current (latest committed) resourceVersion. */
@@ -452,6 +486,7 @@ export class Store {
     delete m.deletionGracePeriodSeconds;
     if (def.generation) m.generation = 1;
     else delete m.generation;
+    def.admitCreate?.(obj, ns, this.admission);
     def.prepareForCreate?.(obj);
     const errs = def.validateCreate?.(obj) ?? [];
     if (errs.length > 0) throw invalid(def.kind, def.group, objName, errs);
@@ -604,14 +639,19 @@ export class Store {
     const oldMeta = meta(old);
     const ns = def.namespaced ? str(oldMeta.namespace) : undefined;
     const key = objectKey(ns, name);
-    const keyPath = this.storageKeyPath(def, ns, name);
     const dryRun = !!options.dryRun?.includes('All');
     const pre = options.preconditions;
+    // rest.BeforeDelete checks the preconditions, naming the kind (not the resource) in its Conflict.
     if (pre?.uid && pre.uid !== oldMeta.uid) {
-      throw preconditionFailed(def.resource, def.group, name, keyPath, 'UID', pre.uid, String(oldMeta.uid));
+      throw conflict(def.kind, def.group, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${String(oldMeta.uid)}). The object might have been deleted and then recreated`);
     }
     if (pre?.resourceVersion && pre.resourceVersion !== oldMeta.resourceVersion) {
-      throw preconditionFailed(def.resource, def.group, name, keyPath, 'ResourceVersion', pre.resourceVersion, String(oldMeta.resourceVersion));
+      throw conflict(
+        def.kind,
+        def.group,
+        name,
+        `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${String(oldMeta.resourceVersion)}). The object might have been modified`,
+      );
     }
     if (def.resource === 'namespaces' && def.group === '' && IMMORTAL_NAMESPACES.includes(name)) {
       throw new ApiError(403, 'Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`, { name, kind: 'namespaces' });

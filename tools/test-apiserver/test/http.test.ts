@@ -413,10 +413,15 @@ t.test('delete: pods with grace period, preconditions, Status answers, finalizer
   const pre = await http(s, 'DELETE', '/api/v1/namespaces/default/pods/sched', { gracePeriodSeconds: 0, preconditions: { uid: 'wrong' } });
   t.equal(pre.status, 409);
   t.equal(pre.body.reason, 'Conflict');
-  t.match(pre.body.message, new RegExp(`Precondition failed: UID in precondition: wrong, UID in object meta: ${scheduled.metadata.uid}$`));
+  t.equal(
+    pre.body.message,
+    `Operation cannot be fulfilled on Pod "sched": the UID in the precondition (wrong) does not match the UID in record (${scheduled.metadata.uid}). The object might have been deleted and then recreated`,
+    "kube-apiserver's BeforeDelete message",
+  );
+  t.same(pre.body.details, { name: 'sched', kind: 'Pod' });
   const preRv = await http(s, 'DELETE', '/api/v1/namespaces/default/pods/sched', { gracePeriodSeconds: 0, preconditions: { resourceVersion: '1' } });
   t.equal(preRv.status, 409);
-  t.match(preRv.body.message, /Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: \d+$/);
+  t.match(preRv.body.message, /^Operation cannot be fulfilled on Pod "sched": the ResourceVersion in the precondition \(1\) does not match the ResourceVersion in record \(\d+\)\. The object might have been modified$/);
   const force = await http(s, 'DELETE', '/api/v1/namespaces/default/pods/sched', { gracePeriodSeconds: 0, preconditions: { uid: scheduled.metadata.uid } });
   t.equal(force.status, 200);
   t.equal(force.body.kind, 'Pod', 'pods answer DELETE with the object');
