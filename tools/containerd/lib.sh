@@ -6,7 +6,6 @@ KTS_TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=tools/lib/common.sh
 . "$KTS_TOOLS_DIR/lib/common.sh"
 
-
 # Paths, all under one root so that stop.sh can remove everything.
 kts_init_paths() {
   ROOT=$(kts_safe_root "${KUBELET_TS_CONTAINERD_ROOT:-/tmp/kubelet-ts-containerd}" KUBELET_TS_CONTAINERD_ROOT "containerd root") || exit 1

@@ -63,7 +63,7 @@ const eventsFor = async (name: string, namespace = NS): Promise<Json[]> =>
 const containerIdsOf = (pod: Json | undefined) => (pod?.status?.containerStatuses ?? []).map((c: Json) => c.containerID).sort();
 const restartsOf = (pod: Json | undefined) => (pod?.status?.containerStatuses ?? []).map((c: Json) => c.restartCount);
 
-const registered = await t.test('the node registers, turns Ready and renews its lease', async (t) => {
+await t.test('the node registers, turns Ready and renews its lease', async (t) => {
   const node = await waitFor('node Ready', async () => nodeReady(await getNode())?.status === 'True' && getNode(), 60_000, kubeletLog);
   t.equal(nodeReady(node)?.reason, 'KubeletReady');
   t.equal(node.metadata.labels['kubernetes.io/hostname'], NODE);
@@ -81,9 +81,7 @@ const registered = await t.test('the node registers, turns Ready and renews its 
   t.equal(lease.metadata.ownerReferences?.[0]?.uid, node.metadata.uid, 'the lease is owned by the Node');
   await waitFor('a lease renewal', async () => (await kubectl.getOrUndefined(['lease', '-n', 'kube-node-lease', NODE]))?.spec.renewTime !== lease.spec.renewTime, 30_000);
   t.pass('the lease is renewed');
-  return node;
 });
-void registered;
 
 await t.test('a static pod runs and gets a mirror pod', async (t) => {
   const mirror = await waitFor('the mirror pod Running', async () => {
