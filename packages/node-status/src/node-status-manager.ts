@@ -107,6 +107,11 @@ export interface NodeStatusManagerOptions {
   pressure?: { memory?: () => boolean; disk?: () => boolean; pid?: () => boolean };
   /** Events about the node (NodeReady, NodeHasSufficientMemory, Rebooted, ...). */
   recordEvent?: (event: NodeEvent) => void;
+  /**
+   * Hands the Node's spec.podCIDRs (comma-joined) to the runtime (Go: updatePodCIDR, i.e. CRI UpdateRuntimeConfig),
+   * on every status sync where the Node has them; it answers whether the CIDR changed.
+   */
+  updatePodCIDR?: (podCIDRs: string) => Promise<boolean>;
   /** Called when a status update fails again within one sync (Go: closes the client's connections). */
   onRepeatedHeartbeatFailure?: () => void;
   /** --hostname-override; default os.hostname() lower-cased. */
@@ -459,6 +464,14 @@ export class NodeStatusManager implements NodeStatusProvider {
       original = await this.client.getNode(this.nodeName, { fromCache: tryNumber === 0, signal });
     } catch (err) {
       throw new Error(`error getting node ${JSON.stringify(this.nodeName)}: ${apiErrorMessage(err)}`, { cause: err });
+    }
+    const podCIDRs = original.spec?.podCIDRs ?? (original.spec?.podCIDR ? [original.spec.podCIDR] : []);
+    if (podCIDRs.length > 0 && this.opts.updatePodCIDR) {
+      try {
+        await this.opts.updatePodCIDR(podCIDRs.join(','));
+      } catch (err) {
+        this.logger.error('Error updating pod CIDR', err);
+      }
     }
     const { node, changed } = await this.updateNode(original);
     const shouldPatch = changed || this.clock.since(this.lastStatusReportTime) >= this.reportFrequencyMs;

@@ -363,3 +363,29 @@ t.test('lastNode() is a copy of what the API server returned', async (t) => {
   t.equal(manager.lastNode()!.metadata!.name, 'node-1');
   t.ok(manager.lastNode()!.metadata!.resourceVersion);
 });
+
+t.test('the Node\'s pod CIDRs reach the runtime on each status sync (Go: updatePodCIDR)', async (t) => {
+  const handed: string[] = [];
+  const { clock, client, manager, logger } = setup(t, {
+    updatePodCIDR: async (cidr) => {
+      handed.push(cidr);
+      if (cidr.startsWith('bad')) throw new Error('runtime said no');
+      return true;
+    },
+  });
+  const sync = async () => {
+    const done = manager.syncNodeStatus();
+    await clock.advance(100);
+    await done;
+  };
+  await sync();
+  t.same(handed, [], 'no CIDR on the node yet: nothing to hand over');
+  const node = client.node('node-1')!;
+  client.putNode({ ...node, spec: { ...node.spec, podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24', 'fd00:1::/64'] } });
+  await sync();
+  t.same(handed, ['10.244.1.0/24,fd00:1::/64'], 'dual-stack CIDRs joined with a comma, as Go does');
+  client.putNode({ ...client.node('node-1')!, spec: { podCIDR: 'bad/1', podCIDRs: ['bad/1'] } });
+  await sync();
+  t.ok(logger.find('Error updating pod CIDR'), 'a runtime error is logged');
+  t.ok(client.node('node-1')!.status?.conditions?.length, 'and the status sync still goes on');
+});

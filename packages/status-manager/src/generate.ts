@@ -117,6 +117,18 @@ export function generatePodReadyCondition(
   return { type: PodConditionType.Ready, status: 'True' };
 }
 
+/**
+ * Whether the pod's Ready condition no longer matches its readiness gates' conditions, e.g. after a controller
+ * set one (Go: status.NeedToReconcilePodReadiness): the kubelet then syncs the pod so the change reaches the API.
+ */
+export function needToReconcilePodReadiness(pod: V1Pod): boolean {
+  if ((pod.spec?.readinessGates ?? []).length === 0) return false;
+  const current = getPodCondition(pod.status?.conditions, PodConditionType.Ready);
+  if (!current) return false;
+  const expected = generatePodReadyCondition(pod, pod.status?.conditions, pod.status?.containerStatuses, pod.status?.phase);
+  return current.status !== expected.status || (current.message ?? '') !== (expected.message ?? '');
+}
+
 function isInitContainerInitialized(container: V1Container, status: V1ContainerStatus): boolean {
   return isRestartableInitContainer(container) ? status.started === true : status.ready === true;
 }
@@ -279,7 +291,15 @@ export interface PodStatusInputs {
   podIsTerminal?: boolean;
   /** Reasons from the last sync for containers that failed to start, by container name. */
   waitingReasons?: Map<string, WaitingReason>;
-  /** Readiness probe result by container id (type://id); undefined means no probe, i.e. ready once started. */
+  /**
+   * The prober (Go: prober.Manager.UpdatePodStatus): sets `started` and `ready` on the container statuses,
+   * knowing which containers have probes that have not run yet. Takes precedence over readiness/startup.
+   */
+  probes?: { updatePodStatus(pod: V1Pod, status: V1PodStatus): void };
+  /**
+   * Readiness probe result by container id (type://id); undefined means no probe, i.e. ready once started.
+   * A lookup cannot tell a probe that has not run yet from no probe: give `probes` when there are probes.
+   */
   readiness?: (containerId: string) => boolean | undefined;
   /** Startup probe result by container id; undefined means no probe, i.e. started once running. */
   startup?: (containerId: string) => boolean | undefined;
@@ -466,7 +486,8 @@ export function generateAPIPodStatus(inputs: PodStatusInputs): V1PodStatus {
   if (qosClass) s.qosClass = qosClass;
   const containerStatuses = convertToAPIContainerStatuses(inputs, oldPodStatus.containerStatuses, pod.spec?.containers ?? [], hasInit, false);
   const initStatuses = convertToAPIContainerStatuses(inputs, oldPodStatus.initContainerStatuses, initSpecs, hasInit, true);
-  applyProbeResults(inputs, containerStatuses, initStatuses);
+  if (inputs.probes) inputs.probes.updatePodStatus(pod, { containerStatuses, initContainerStatuses: initStatuses });
+  else applyProbeResults(inputs, containerStatuses, initStatuses);
   s.containerStatuses = containerStatuses;
   if (hasInit) s.initContainerStatuses = initStatuses;
 

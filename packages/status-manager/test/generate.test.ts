@@ -7,6 +7,7 @@ import {
   generatePodInitializedCondition,
   generatePodReadyCondition,
   getPhase,
+  needToReconcilePodReadiness,
   podPhase,
 } from '../src/index.js';
 import { T0, container, makePod, runtimeStatus } from './helpers.js';
@@ -180,4 +181,48 @@ t.test('generateAPIPodStatus: waiting reasons, terminal phases, lost containers,
   t.equal(initDone.initContainerStatuses![0].ready, true, 'an init container that exited 0 is ready');
   t.equal(initDone.conditions!.find((c) => c.type === 'Initialized')!.status, 'True');
   t.equal(initDone.phase, 'Running');
+});
+
+t.test('generateAPIPodStatus: the prober decides started and ready, so a probe that has not run keeps a container unready', async (t) => {
+  const pod = makePod('web', { containers: ['web', 'side'] });
+  const rs = runtimeStatus(pod, [container('web', 'running', { createdAt: T0 }), container('side', 'running', { createdAt: T0 })]);
+  const seen: string[] = [];
+  // As the prober's UpdatePodStatus does: "web" has a startup probe with no result yet, "side" has no probe.
+  const probes = {
+    updatePodStatus(p: typeof pod, status: V1PodStatus): void {
+      seen.push(p.metadata!.name!);
+      for (const c of status.containerStatuses ?? []) {
+        c.started = c.name !== 'web';
+        if (c.started) c.ready = true;
+      }
+    },
+  };
+  const s = generateAPIPodStatus({ pod, status: rs, now: T0 + 1000, probes, readiness: () => true, startup: () => true });
+  t.same(seen, ['web'], 'the prober is asked once, with the pod');
+  const web = s.containerStatuses!.find((c) => c.name === 'web')!;
+  t.equal(web.started, false, 'a startup probe that has not run: not started');
+  t.equal(web.ready, false, 'and not ready');
+  t.equal(s.containerStatuses!.find((c) => c.name === 'side')!.ready, true);
+  t.equal(s.conditions!.find((c) => c.type === 'Ready')!.status, 'False', 'the pod is not Ready before its probe ran');
+  t.equal(s.conditions!.find((c) => c.type === 'ContainersReady')!.message, 'containers with unready status: [web]');
+});
+
+t.test('needToReconcilePodReadiness: a readiness gate set by a controller makes the Ready condition stale', async (t) => {
+  const pod = makePod('g', { containers: ['a'] });
+  pod.spec!.readinessGates = [{ conditionType: 'example.com/lb' }];
+  pod.status = {
+    phase: 'Running',
+    containerStatuses: [running('a')],
+    conditions: [
+      { type: 'Ready', status: 'False', reason: 'ReadinessGatesNotReady', message: 'corresponding condition of pod readiness gate "example.com/lb" does not exist.' },
+    ],
+  };
+  t.equal(needToReconcilePodReadiness(pod), false, 'Ready matches the gate that is still missing');
+  pod.status.conditions!.push({ type: 'example.com/lb', status: 'True' });
+  t.equal(needToReconcilePodReadiness(pod), true, 'the gate turned True: Ready must follow');
+  pod.status.conditions![0] = { type: 'Ready', status: 'True' };
+  t.equal(needToReconcilePodReadiness(pod), false, 'reconciled');
+  const ungated = makePod('u', { containers: ['a'] });
+  ungated.status = { phase: 'Running', containerStatuses: [running('a')], conditions: [{ type: 'Ready', status: 'False' }] };
+  t.equal(needToReconcilePodReadiness(ungated), false, 'no readiness gates: never');
 });
