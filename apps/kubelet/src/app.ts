@@ -8,6 +8,9 @@ import type { PodSourceConfig } from '@kubelet-ts/pod-config';
 import type { KubeletConfig } from './config.js';
 import { Tokens, runtimeEndpoint } from './container.js';
 import { HealthzServer } from './healthz.js';
+import type { NodeHostIPs } from './host-ips.js';
+import type { ServiceLister } from './service-lister.js';
+import type { DnsConfigurer } from '@kubelet-ts/runtime-manager';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { runOnce, type RunPodResult } from './run-once.js';
 import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/status-manager';
@@ -60,13 +63,20 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     await local.start();
     logger.info('Started the embedded local runtime: containers run as host processes without isolation', { endpoint: runtimeEndpoint(config) });
   }
+  // The node's IPs for pod statuses until the API server's Node has them (and standalone, for good).
+  void c.resolve<NodeHostIPs>(Tokens.HostIPs).detect();
   const sources = c.resolve<PodSourceConfig>(Tokens.PodSourceConfig);
   const kubelet = c.resolve<Kubelet>(Tokens.Kubelet);
   const recorder = c.resolve<KubeletEventRecorder>(Tokens.EventRecorder);
   // API server mode (Go: Kubelet.Run): register and report the node, renew its lease, sync pod statuses.
   const apiServerParts = config.runOnce
     ? []
-    : [c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus), c.resolve<NodeLeaseController | undefined>(Tokens.NodeLease), c.resolve<KubeletStatusManager | undefined>(Tokens.StatusManager)].filter(
+    : [
+        c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus),
+        c.resolve<NodeLeaseController | undefined>(Tokens.NodeLease),
+        c.resolve<KubeletStatusManager | undefined>(Tokens.StatusManager),
+        c.resolve<ServiceLister | undefined>(Tokens.ServiceLister),
+      ].filter(
         (part): part is NonNullable<typeof part> => part !== undefined,
       );
   for (const part of apiServerParts) part.start();
@@ -114,6 +124,9 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
           signal,
         );
       }
+      // Go: the resolver configuration's limits are checked once, as the sync loop starts.
+      const dns = c.resolve<DnsConfigurer>(Tokens.DnsConfigurer);
+      if (dns.resolvConf !== '') dns.checkLimitsForResolvConf();
       await kubelet.run(signal);
     } finally {
       await teardown();

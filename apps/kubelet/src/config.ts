@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -48,6 +49,13 @@ export interface KubeletConfig {
   eventBurst: number;
   kubeApiQps: number;
   kubeApiBurst: number;
+  /** Unsafe sysctls (or patterns ending in *) pods may set. */
+  allowedUnsafeSysctls: string[];
+  /** DNS servers of ClusterFirst pods; empty: pods fall back to the node's resolv.conf. */
+  clusterDNS: string[];
+  clusterDomain: string;
+  /** The node's resolver configuration ('' for none). */
+  resolvConf: string;
 }
 
 export class ConfigError extends Error {
@@ -91,6 +99,10 @@ interface KubeletConfigurationFile {
   kubeAPIQPS?: number;
   kubeAPIBurst?: number;
   port?: number;
+  allowedUnsafeSysctls?: string[];
+  clusterDNS?: string[];
+  clusterDomain?: string;
+  resolvConf?: string;
 }
 
 /** Reads and checks a KubeletConfiguration file; errors name the file and the field. */
@@ -127,6 +139,15 @@ export function loadConfigFile(path: string): KubeletConfigurationFile {
     if (object[field] !== undefined && (!Number.isInteger(object[field]) || (object[field] as number) < 0)) {
       throw new ConfigError(`kubelet config file ${path}: ${field}: must be a non-negative integer`);
     }
+  }
+  for (const field of ['allowedUnsafeSysctls', 'clusterDNS'] as const) {
+    const value = object[field];
+    if (value !== undefined && !(Array.isArray(value) && value.every((v) => typeof v === 'string'))) {
+      throw new ConfigError(`kubelet config file ${path}: ${field}: must be a list of strings`);
+    }
+  }
+  for (const field of ['clusterDomain', 'resolvConf'] as const) {
+    if (object[field] !== undefined && typeof object[field] !== 'string') throw new ConfigError(`kubelet config file ${path}: ${field}: must be a string`);
   }
   const headers = object.staticPodURLHeader;
   if (headers !== undefined) {
@@ -227,7 +248,14 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     eventBurst: flags.eventBurst ?? file.eventBurst ?? 100,
     kubeApiQps: flags.kubeApiQps ?? file.kubeAPIQPS ?? 50,
     kubeApiBurst: flags.kubeApiBurst ?? file.kubeAPIBurst ?? 100,
+    allowedUnsafeSysctls: flags.allowedUnsafeSysctls ?? file.allowedUnsafeSysctls ?? [],
+    clusterDNS: flags.clusterDns ?? file.clusterDNS ?? [],
+    clusterDomain: flags.clusterDomain ?? file.clusterDomain ?? '',
+    resolvConf: flags.resolvConf ?? file.resolvConf ?? '/etc/resolv.conf',
   };
+  for (const ip of config.clusterDNS) {
+    if (isIP(ip) === 0) throw new ConfigError(`clusterDNS: invalid IP address ${JSON.stringify(ip)}`);
+  }
   try {
     validateImageGCPolicy(config.imageGC);
   } catch (error) {

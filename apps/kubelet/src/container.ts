@@ -6,16 +6,18 @@ import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
 import { PodWorkers, type PodSyncer } from '@kubelet-ts/pod-workers';
 import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-config';
-import { GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
-import { CriImageFsStatsProvider, RealImageGCManager } from '@kubelet-ts/image-gc';
+import { DnsConfigurer, GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
+import { CriImageFsStatsProvider, RealImageGCManager, type ImageGCManager } from '@kubelet-ts/image-gc';
 import { ContainerGC } from '@kubelet-ts/container-gc';
 import { ProbeManager } from '@kubelet-ts/prober';
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
 import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
 import { KubeletEventRecorder, KubeletStatusManager, BasicMirrorClient, syncMirrorPod, deleteOrphanedMirrorPods } from '@kubelet-ts/status-manager';
-import { NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
+import { NodeLeaseController, NodeStatusManager, type KubeClient } from '@kubelet-ts/node-status';
 import { ConfigError } from './config.js';
+import { NodeHostIPs } from './host-ips.js';
+import { ServiceLister } from './service-lister.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
@@ -46,6 +48,10 @@ export const Tokens = {
   NodeLease: Symbol.for('kubelet-ts.NodeLease'),
   StatusManager: Symbol.for('kubelet-ts.StatusManager'),
   MirrorPods: Symbol.for('kubelet-ts.MirrorPods'),
+  HostIPs: Symbol.for('kubelet-ts.HostIPs'),
+  NodeForAdmission: Symbol.for('kubelet-ts.NodeForAdmission'),
+  DnsConfigurer: Symbol.for('kubelet-ts.DnsConfigurer'),
+  ServiceLister: Symbol.for('kubelet-ts.ServiceLister'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
@@ -54,6 +60,13 @@ export const Tokens = {
 export function runtimeEndpoint(config: KubeletConfig, endpoint = config.containerRuntimeEndpoint): string {
   return endpoint === LOCAL_RUNTIME_ENDPOINT ? `unix://${localRuntimePaths(config).socketPath}` : endpoint;
 }
+
+/** Standalone mode's node client: the Node is only computed locally, and any call to an API server is a bug. */
+const NO_API_SERVER = new Proxy({} as KubeClient, {
+  get: (_target, method) => async () => {
+    throw new Error(`standalone mode: no API server for ${String(method)}`);
+  },
+});
 
 const singleton = <T>(factory: (c: DependencyContainer) => T) => ({ useFactory: instanceCachingFactory<T>(factory) });
 
@@ -92,38 +105,64 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         }),
     ),
   );
+  // The node status side, built the same way for API server mode and, standalone, for the Node pods are admitted against.
+  const newNodeStatusManager = (c: DependencyContainer, kubeClient: KubeConfig | KubeClient, recordEvents = true) => {
+    const recorder = c.resolve<KubeletEventRecorder>(Tokens.EventRecorder);
+    return new NodeStatusManager({
+      nodeName: config.nodeName,
+      hostname: config.nodeName,
+      kubeClient,
+      runtimeService: c.resolve(Tokens.RuntimeService),
+      imageService: c.resolve(Tokens.ImageService),
+      clock: c.resolve(Tokens.Clock),
+      logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'node-status' }),
+      // Resolved per check: the kubelet (and its PLEG) exist by the time the first status is computed.
+      healthChecks: () => {
+        const state = c.resolve<Kubelet>(Tokens.Kubelet).runtimeState;
+        return { runtimeErrors: state.runtimeErrors(), networkErrors: state.networkErrors() };
+      },
+      // Go: the node's images come from the image manager's cache, refreshed by image GC's detection.
+      imageList: async () => c.resolve<Partial<Pick<ImageGCManager, 'getImageList'>> | undefined>(Tokens.ImageGC)?.getImageList?.() ?? [],
+      updatePodCIDR: (cidr) => c.resolve<Kubelet>(Tokens.Kubelet).updatePodCIDR(cidr),
+      recordEvent: recordEvents ? (event) => recorder.event(nodeReference(config.nodeName), event.type, event.reason, event.message) : undefined,
+      registerNode: config.registerNode,
+      nodeLabels: config.nodeLabels,
+      registerWithTaints: config.registerWithTaints,
+      registerSchedulable: config.registerSchedulable,
+      nodeIP: config.nodeIP,
+      kubeletPort: config.port,
+      maxPods: config.maxPods,
+      kubeReserved: config.kubeReserved,
+      systemReserved: config.systemReserved,
+      evictionHard: config.evictionHard,
+      nodeStatusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
+      nodeStatusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
+      rootDir: config.rootDir,
+      kubeletVersion: KUBELET_VERSION,
+    });
+  };
   c.register<NodeStatusManager | undefined>(
     Tokens.NodeStatus,
     singleton((c) => {
       const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
-      if (!kubeConfig) return undefined;
-      const recorder = c.resolve<KubeletEventRecorder>(Tokens.EventRecorder);
-      return new NodeStatusManager({
-        nodeName: config.nodeName,
-        hostname: config.nodeName,
-        kubeClient: kubeConfig,
-        runtimeService: c.resolve(Tokens.RuntimeService),
-        imageService: c.resolve(Tokens.ImageService),
-        clock: c.resolve(Tokens.Clock),
-        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'node-status' }),
-        // Resolved per check: the kubelet (and its PLEG) exist by the time the first status is computed.
-        healthChecks: () => ({ runtimeErrors: c.resolve<Kubelet>(Tokens.Kubelet).runtimeState.runtimeErrors() }),
-        recordEvent: (event) => recorder.event(nodeReference(config.nodeName), event.type, event.reason, event.message),
-        registerNode: config.registerNode,
-        nodeLabels: config.nodeLabels,
-        registerWithTaints: config.registerWithTaints,
-        registerSchedulable: config.registerSchedulable,
-        nodeIP: config.nodeIP,
-        kubeletPort: config.port,
-        maxPods: config.maxPods,
-        kubeReserved: config.kubeReserved,
-        systemReserved: config.systemReserved,
-        evictionHard: config.evictionHard,
-        nodeStatusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
-        nodeStatusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
-        rootDir: config.rootDir,
-        kubeletVersion: KUBELET_VERSION,
-      });
+      return kubeConfig ? newNodeStatusManager(c, kubeConfig) : undefined;
+    }),
+  );
+  // Go: getNodeAnyWay: the API server's Node once synced, else the Node as the kubelet would register it (computed
+  // locally, at most once per node status update period: it resolves addresses and reads machine facts).
+  c.register<() => Promise<V1Node | undefined>>(
+    Tokens.NodeForAdmission,
+    singleton((c) => {
+      const apiNodeStatus = c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus);
+      const local = apiNodeStatus ?? newNodeStatusManager(c, NO_API_SERVER, false);
+      const clock = c.resolve<Clock>(Tokens.Clock);
+      let cached: { at: number; node: Promise<V1Node> } | undefined;
+      return async () => {
+        const synced = apiNodeStatus?.lastNode();
+        if (synced) return synced;
+        if (!cached || clock.since(cached.at) >= config.nodeStatusUpdateFrequencyMs) cached = { at: clock.now(), node: local.initialNode() };
+        return cached.node;
+      };
     }),
   );
   c.register<NodeLeaseController | undefined>(
@@ -178,6 +217,42 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       };
     }),
   );
+  c.register<NodeHostIPs>(
+    Tokens.HostIPs,
+    singleton(
+      (c) =>
+        new NodeHostIPs({
+          nodeName: config.nodeName,
+          hostname: config.nodeName,
+          nodeIP: config.nodeIP,
+          lastNode: () => c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus)?.lastNode(),
+          logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'host-ips' }),
+        }),
+    ),
+  );
+  c.register<DnsConfigurer>(
+    Tokens.DnsConfigurer,
+    singleton(
+      (c) =>
+        new DnsConfigurer({
+          clusterDNS: config.clusterDNS,
+          clusterDomain: config.clusterDomain,
+          resolvConf: config.resolvConf,
+          nodeRef: nodeReference(config.nodeName),
+          recorder: c.resolve(Tokens.EventRecorder),
+          logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'dns' }),
+        }),
+    ),
+  );
+  // API server mode: the Services of the cluster for pods' service environment variables (Go: serviceLister).
+  c.register<ServiceLister | undefined>(
+    Tokens.ServiceLister,
+    singleton((c) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      if (!kubeConfig) return undefined;
+      return new ServiceLister({ kubeConfig, clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'service-lister' }) });
+    }),
+  );
   c.register<LocalRuntime | undefined>(
     Tokens.LocalRuntime,
     singleton((c) => {
@@ -207,6 +282,11 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           podLogsRootDirectory: config.podLogsDir,
           kubeletRootDirectory: config.rootDir,
           recorder: c.resolve(Tokens.EventRecorder),
+          hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),
+          dnsConfigFor: (pod) => c.resolve<DnsConfigurer>(Tokens.DnsConfigurer).getPodDNS(pod),
+          clusterDomain: config.clusterDomain,
+          services: c.resolve<ServiceLister | undefined>(Tokens.ServiceLister),
+          kubeletVersion: KUBELET_VERSION,
         }),
     ),
   );
@@ -307,6 +387,10 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           createProbeManager: c.resolve(Tokens.ProbeManagerFactory),
           statusManager: c.resolve(Tokens.StatusManager),
           mirrorPods: c.resolve(Tokens.MirrorPods),
+          hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),
+          recorder: c.resolve(Tokens.EventRecorder),
+          getNode: c.resolve(Tokens.NodeForAdmission),
+          allowedUnsafeSysctls: config.allowedUnsafeSysctls,
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),
           ...c.resolve<Partial<KubeletOptions>>(Tokens.KubeletOptions),

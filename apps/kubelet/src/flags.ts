@@ -48,6 +48,10 @@ export interface KubeletFlags {
   eventBurst?: number;
   kubeApiQps?: number;
   kubeApiBurst?: number;
+  allowedUnsafeSysctls?: string[];
+  clusterDns?: string[];
+  clusterDomain?: string;
+  resolvConf?: string;
   help?: boolean;
   version?: boolean;
 }
@@ -110,6 +114,10 @@ const specs: Record<string, FlagSpec> = {
   'event-burst': { key: 'eventBurst', kind: 'int', usage: 'Maximum size of a bursty event records.', defaultText: '100' },
   'kube-api-qps': { key: 'kubeApiQps', kind: 'int', usage: 'QPS to use while talking with kubernetes apiserver.', defaultText: '50' },
   'kube-api-burst': { key: 'kubeApiBurst', kind: 'int', usage: 'Burst to use while talking with kubernetes apiserver.', defaultText: '100' },
+  'allowed-unsafe-sysctls': { key: 'allowedUnsafeSysctls', kind: 'strings', usage: 'Comma-separated whitelist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your own risk.' },
+  'cluster-dns': { key: 'clusterDns', kind: 'strings', usage: 'Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of Pods with "dnsPolicy=ClusterFirst".' },
+  'cluster-domain': { key: 'clusterDomain', kind: 'string', usage: 'Domain for this cluster. If set, kubelet will configure all containers to search this domain in addition to the host\'s search domains.' },
+  'resolv-conf': { key: 'resolvConf', kind: 'string', usage: 'Resolver configuration file used as the basis for the container DNS resolution configuration.', defaultText: '/etc/resolv.conf' },
   'feature-gates': { key: 'featureGates', kind: 'gates', usage: `A set of key=value pairs that describe feature gates for alpha/experimental features. Known: ${Object.keys(KNOWN_FEATURE_GATES).join(', ')}.` },
   'logging-format': { key: 'loggingFormat', kind: 'string', usage: 'Log format: text or json.', defaultText: 'text' },
   help: { key: 'help', kind: 'bool', usage: 'Help for kubelet.' },

@@ -1,11 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import {
   containerRestartBackoff,
   isAbortError,
   isMirrorPod,
+  KubeletEventReason,
   isStaticPod,
   noopLogger,
   PodOperation,
@@ -16,6 +17,7 @@ import {
   type Backoff,
   type Clock,
   type ContainerRuntime,
+  type EventRecorder,
   type Logger,
   type PodCache,
   type PodLifecycleEvent,
@@ -29,8 +31,9 @@ import type { PodSyncer, PodStatusFunc, PodWorkers, SyncPodType, UpdatePodOption
 import { convertPodStatusToRunningPod } from '@kubelet-ts/runtime-manager';
 import { Mailbox } from './mailbox.js';
 import { PodManager } from './pod-manager.js';
-import { generateAPIPodStatus, type WaitingReason } from '@kubelet-ts/status-manager';
+import { generateAPIPodStatus, isPodPhaseTerminal, needToReconcilePodReadiness, type WaitingReason } from '@kubelet-ts/status-manager';
 import { RuntimeState } from './runtime-state.js';
+import { ActiveDeadlineHandler, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPod, rejectPod, type PodAdmitHandler } from './lifecycle/index.js';
 
 /** Where the kubelet's desired pods come from: pod-config's merged stream. */
 export interface PodSource {
@@ -39,7 +42,11 @@ export interface PodSource {
 }
 
 /** The runtime manager as the kubelet uses it: the ContainerRuntime plus a start-up probe of the runtime. */
-export type KubeletRuntime = ContainerRuntime & { init?(): Promise<unknown> };
+export type KubeletRuntime = ContainerRuntime & {
+  init?(): Promise<unknown>;
+  /** Hands the node's pod CIDR to the runtime (Go: Runtime.UpdatePodCIDR, CRI UpdateRuntimeConfig). */
+  updatePodCIDR?(podCIDR: string): Promise<void>;
+};
 
 export interface KubeletOptions {
   nodeName: string;
@@ -61,6 +68,17 @@ export interface KubeletOptions {
   mirrorPods?: MirrorPods;
   /** Builds the prober around the kubelet's view of pod statuses. */
   createProbeManager?: (getPodStatus: (uid: string) => V1PodStatus | undefined) => ProbeManagerLike;
+  /** The node's IPs (Go: GetHostIPs): status.hostIP(s), and the pod IPs of host-network pods. */
+  hostIPs?: () => string[];
+  /** Pod events the kubelet itself records (NetworkNotReady, FailedToMakePodDataDirectories, rejections). */
+  recorder?: EventRecorder;
+  /**
+   * The Node pods are admitted against (Go: getNodeAnyWay): the API server's copy, else the Node as the kubelet
+   * would register it. Without it every pod is admitted on resources, affinity and taints.
+   */
+  getNode?: () => Promise<V1Node | undefined>;
+  /** --allowed-unsafe-sysctls. */
+  allowedUnsafeSysctls?: string[];
   /** Called whenever a pod's reported status changes. */
   onPodStatus?: (pod: V1Pod, status: V1PodStatus) => void;
   syncPeriodMs?: number;
@@ -71,6 +89,8 @@ export interface KubeletOptions {
 /** API server mode: where pod statuses go (Go: status.Manager). */
 export interface StatusManagerLike {
   setPodStatus(pod: V1Pod, status: V1PodStatus): void;
+  setContainerReadiness(podUid: string, containerId: string, ready: boolean): void;
+  setContainerStartup(podUid: string, containerId: string, started: boolean): void;
   terminatePod(pod: V1Pod): void;
   removeOrphanedStatuses(desiredUids: Set<string>): void;
 }
@@ -87,6 +107,8 @@ export interface ProbeManagerLike {
   removePod(pod: V1Pod): void;
   stopLivenessAndStartup(pod: V1Pod): void;
   cleanupPods(desiredUids: Set<string>): void;
+  /** Sets started and ready on container statuses; a probe that has not run yet counts as not passed (Go: UpdatePodStatus). */
+  updatePodStatus(pod: V1Pod, status: V1PodStatus): void;
   stop(): Promise<void>;
   readonly livenessManager: ProbeResults;
   readonly readinessManager: ProbeResults;
@@ -114,7 +136,7 @@ export interface PodStateProvider {
 type LoopMessage =
   | { kind: 'config'; update: PodUpdate }
   | { kind: 'pleg'; event: PodLifecycleEvent }
-  | { kind: 'probe'; probe: 'liveness' | 'readiness' | 'startup'; podUID: string; result: string }
+  | { kind: 'probe'; probe: 'liveness' | 'readiness' | 'startup'; podUID: string; containerId: string; result: string }
   | { kind: 'sync' }
   | { kind: 'housekeeping' };
 
@@ -150,9 +172,16 @@ export class Kubelet implements PodSyncer {
   /** Pods whose data directories exist, so resyncs do not touch the filesystem again. */
   private readonly podDirsMade = new Set<string>();
   private lastSyncLoopActivity = 0;
+  /** The pod CIDR the runtime was last given (Go: runtimeState.podCIDR). */
+  private podCIDR = '';
   /** Messages the syncLoop has handled (config updates, PLEG events, ticks). */
   syncLoopIterations = 0;
   private running?: Promise<void>;
+  /** Pod admission in Go's order: sysctls, then the scheduler's predicates against the node. */
+  private readonly admitHandlers: PodAdmitHandler[];
+  /** The Node as it was when the pods being admitted were added. */
+  private admissionNode?: V1Node;
+  private readonly activeDeadline: ActiveDeadlineHandler;
 
   constructor(private readonly options: KubeletOptions) {
     this.clock = options.clock ?? realClock;
@@ -163,6 +192,9 @@ export class Kubelet implements PodSyncer {
     this.podWorkers = options.createPodWorkers(this);
     this.containerGC = options.createContainerGC?.(this.podWorkers);
     this.probeManager = options.createProbeManager?.((uid) => this.statuses.get(uid));
+    this.admitHandlers = [new SysctlAllowlistAdmitHandler({ allowedUnsafeSysctls: options.allowedUnsafeSysctls })];
+    if (options.getNode) this.admitHandlers.push(new PredicateAdmitHandler({ getNode: () => this.admissionNode, logger: this.logger }));
+    this.activeDeadline = new ActiveDeadlineHandler({ clock: this.clock, getPodStatus: (uid) => this.statuses.get(uid), recorder: options.recorder });
   }
 
   /** Runs the kubelet until the signal aborts, then stops its loops (containers keep running). */
@@ -207,7 +239,7 @@ export class Kubelet implements PodSyncer {
     const probes = this.probeManager;
     if (probes) {
       for (const [probe, results] of [['liveness', probes.livenessManager], ['readiness', probes.readinessManager], ['startup', probes.startupManager]] as const) {
-        loops.push(this.pump(signal, results.updates(signal), (u) => ({ kind: 'probe', probe, podUID: u.podUID, result: u.result })));
+        loops.push(this.pump(signal, results.updates(signal), (u) => ({ kind: 'probe', probe, podUID: u.podUID, containerId: u.containerId, result: u.result })));
       }
     }
     const syncTicker = this.clock.setInterval(() => this.mailbox.tick({ kind: 'sync' }), this.options.syncPeriodMs ?? SYNC_PERIOD_MS);
@@ -290,7 +322,7 @@ export class Kubelet implements PodSyncer {
       case 'pleg':
         return this.handlePlegEvent(message.event);
       case 'probe':
-        return this.handleProbeResult(message.probe, message.podUID, message.result);
+        return this.handleProbeResult(message.probe, message.podUID, message.containerId, message.result);
       case 'sync':
         return this.handleSyncTick();
       case 'housekeeping':
@@ -302,14 +334,13 @@ export class Kubelet implements PodSyncer {
     }
   }
 
-  private handleConfigUpdate(update: PodUpdate): void {
+  private async handleConfigUpdate(update: PodUpdate): Promise<void> {
     const pods = update.pods;
     const refs = pods.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`);
     switch (update.op) {
       case PodOperation.ADD:
         this.logger.v(2).info('SyncLoop ADD', { source: update.source, pods: refs });
-        this.handlePodAdditions(pods);
-        break;
+        return this.handlePodAdditions(pods);
       case PodOperation.UPDATE:
         this.logger.v(2).info('SyncLoop UPDATE', { source: update.source, pods: refs });
         this.handlePodUpdates(pods);
@@ -320,7 +351,7 @@ export class Kubelet implements PodSyncer {
         break;
       case PodOperation.RECONCILE:
         this.logger.v(4).info('SyncLoop RECONCILE', { source: update.source, pods: refs });
-        for (const pod of pods) this.podManager.updatePod(pod);
+        this.handlePodReconcile(pods);
         break;
       case PodOperation.DELETE:
         // A graceful deletion is an update carrying deletionTimestamp; the worker starts terminating.
@@ -333,16 +364,44 @@ export class Kubelet implements PodSyncer {
     }
   }
 
-  handlePodAdditions(pods: V1Pod[]): void {
+  async handlePodAdditions(pods: V1Pod[]): Promise<void> {
     const sorted = [...pods].sort((a, b) => creationTime(a) - creationTime(b));
+    if (this.options.getNode && sorted.some((pod) => !isMirrorPod(pod))) {
+      try {
+        this.admissionNode = await this.options.getNode();
+      } catch (error) {
+        this.logger.error('Unable to get the node for pod admission', error);
+        this.admissionNode = undefined;
+      }
+    }
     for (const pod of sorted) {
+      const existing = this.podManager.getPods();
       this.podManager.addPod(pod);
       if (isMirrorPod(pod)) {
         this.handleMirrorPod(pod);
         continue;
       }
+      // Go: only pods not already being terminated by another part of the kubelet go through admission.
+      if (!this.podWorkers.isPodTerminationRequested(pod.metadata!.uid!)) {
+        const result = admitPod(this.admitHandlers, { pod, otherPods: this.filterOutInactivePods(existing) });
+        if (!result.admit) {
+          this.logger.info('Pod rejected', { pod: podRef(pod), reason: result.reason, message: result.message });
+          rejectPod(pod, result.reason ?? '', result.message ?? '', { recorder: this.options.recorder, setPodStatus: (p, status) => this.setStatus(p, status) });
+          continue;
+        }
+      }
       this.dispatch({ updateType: 'create', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
     }
+  }
+
+  /** Go: filterOutInactivePods: pods known terminated, and terminal pods not still terminating, do not count. */
+  private filterOutInactivePods(pods: V1Pod[]): V1Pod[] {
+    return pods.filter((pod) => {
+      const uid = pod.metadata!.uid!;
+      if (this.podWorkers.isPodKnownTerminated(uid)) return false;
+      const terminal = isPodPhaseTerminal(pod.status?.phase) || isPodPhaseTerminal(this.statuses.get(uid)?.phase);
+      return !terminal || this.podWorkers.isPodTerminationRequested(uid);
+    });
   }
 
   handlePodUpdates(pods: V1Pod[]): void {
@@ -360,6 +419,21 @@ export class Kubelet implements PodSyncer {
   private handleMirrorPod(mirrorPod: V1Pod): void {
     const pod = this.podManager.getPodByMirrorPod(mirrorPod);
     if (pod) this.dispatch({ updateType: 'update', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
+  }
+
+  /**
+   * Go: HandlePodReconcile: the API server's copy changed in status only. A readiness gate a controller set
+   * makes the Ready condition stale, so the pod syncs and the API sees the new Ready at once.
+   */
+  handlePodReconcile(pods: V1Pod[]): void {
+    for (const pod of pods) {
+      this.podManager.updatePod(pod);
+      const target = isMirrorPod(pod) ? this.podManager.getPodByMirrorPod(pod) : pod;
+      if (!target) continue;
+      if (needToReconcilePodReadiness(pod)) {
+        this.dispatch({ updateType: 'sync', pod: target, mirrorPod: this.podManager.getMirrorPodByPod(target), startTime: this.clock.now() });
+      }
+    }
   }
 
   handlePodRemoves(pods: V1Pod[]): void {
@@ -387,20 +461,26 @@ export class Kubelet implements PodSyncer {
 
   /**
    * Go: syncLoopIteration's liveness/readiness/startup cases: a failed liveness probe syncs the pod (the
-   * runtime manager kills the container); readiness and startup changes update the status and sync.
+   * runtime manager kills the container); readiness and startup results go to the status manager at once
+   * (Go: SetContainerReadiness/SetContainerStartup), so the API sees them even while the pod's worker is
+   * busy, and the pod syncs.
    */
-  private handleProbeResult(probe: 'liveness' | 'readiness' | 'startup', podUID: string, result: string): void {
+  private handleProbeResult(probe: 'liveness' | 'readiness' | 'startup', podUID: string, containerId: string, result: string): void {
     const pod = this.podManager.getPodByUid(podUID);
     if (!pod) return;
     if (probe === 'liveness' && result !== 'failure') return;
+    if (probe === 'readiness') this.options.statusManager?.setContainerReadiness(podUID, containerId, result === 'success');
+    if (probe === 'startup') this.options.statusManager?.setContainerStartup(podUID, containerId, result === 'success');
     this.logger.v(2).info(`SyncLoop (probe)`, { probe, status: result === 'success' ? 'ready' : result === 'failure' ? 'unhealthy' : result, pod: podRef(pod) });
     this.dispatch({ updateType: 'sync', pod, startTime: this.clock.now() });
   }
 
+  /** Go: getPodsToSync: pods due in the work queue, and pods a sync loop handler (the active deadline) wants synced. */
   private handleSyncTick(): void {
-    for (const uid of this.podWorkers.workQueue.getWork()) {
-      const pod = this.podManager.getPodByUid(uid);
-      if (pod) this.dispatch({ updateType: 'sync', pod, startTime: this.clock.now() });
+    const due = new Set(this.podWorkers.workQueue.getWork());
+    for (const pod of this.podManager.getPods()) {
+      const uid = pod.metadata!.uid!;
+      if (due.has(uid) || this.activeDeadline.shouldSync(pod)) this.dispatch({ updateType: 'sync', pod, startTime: this.clock.now() });
     }
   }
 
@@ -438,6 +518,17 @@ export class Kubelet implements PodSyncer {
         this.waitingReasons.delete(uid);
       }
     }
+    // A pod whose worker finished and was forgotten while the pod came back with the same UID (a static pod
+    // moved out and back during its termination) is desired and unknown: start it again.
+    for (const pod of desired) {
+      const uid = pod.metadata!.uid!;
+      if (workers.has(uid)) continue;
+      if (isPodPhaseTerminal(this.statuses.get(uid)?.phase)) continue; // rejected at admission: stays failed
+      this.logger.v(3).info('Pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)', { podUID: uid, pod: podRef(pod) });
+      this.dispatch({ updateType: 'create', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
+    }
+    // Go: kl.backOff.GC(): forget the crash-loop backoff of containers not seen for a while.
+    this.backoff.gc();
   }
 
   private dispatch(options: UpdatePodOptions): void {
@@ -446,16 +537,33 @@ export class Kubelet implements PodSyncer {
 
   // ---- PodSyncer: what each pod worker calls
 
-  async syncPod(updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined, podStatus: PodStatus): Promise<boolean> {
+  async syncPod(updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined, podStatus: PodStatus, signal?: AbortSignal): Promise<boolean> {
     const uid = pod.metadata!.uid!;
     const apiStatus = this.updateStatus(pod, podStatus);
     this.logger.v(4).info('SyncPod enter', { pod: podRef(pod), updateType });
     if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') return true;
+    // Go: pods that need the pod network wait for it; host-network pods go on.
+    const networkError = this.runtimeState.networkErrors()[0];
+    if (networkError && !pod.spec?.hostNetwork) {
+      this.options.recorder?.event(pod, 'Warning', KubeletEventReason.NetworkNotReady, `${NETWORK_NOT_READY_ERROR_MSG}: ${networkError.message}`);
+      throw new Error(`${NETWORK_NOT_READY_ERROR_MSG}: ${networkError.message}`);
+    }
     this.probeManager?.addPod(pod);
     if (isStaticPod(pod) && this.options.mirrorPods) await this.options.mirrorPods.sync(pod, this.podManager.getMirrorPodByPod(pod) ?? mirrorPod);
     // The runtime manager creates the directories it writes to itself, so the pod's data directories
-    // need not delay the first CRI call.
-    const [, result] = await Promise.all([this.makePodDataDirs(uid), this.options.runtime.syncPod(pod, podStatus, [], this.backoff)]);
+    // need not delay the first CRI call; but a failure to make them is only reported once the runtime's
+    // sync is over, so a retry never overlaps a SyncPod of the same pod still running.
+    const dirs = this.makePodDataDirs(uid).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const result = await this.options.runtime.syncPod(pod, podStatus, [], this.backoff, { signal });
+    const dirsError = await dirs;
+    if (dirsError) {
+      this.logger.error('Unable to make pod data directories for pod', dirsError, { pod: podRef(pod) });
+      this.options.recorder?.event(pod, 'Warning', KubeletEventReason.FailedToMakePodDataDirectories, `error making pod data directories: ${(dirsError as Error).message}`);
+      throw dirsError;
+    }
     this.recordWaitingReasons(uid, result);
     const error = podSyncError(result);
     if (error) {
@@ -465,14 +573,14 @@ export class Kubelet implements PodSyncer {
     return false;
   }
 
-  async syncTerminatingPod(pod: V1Pod, podStatus: PodStatus, gracePeriodSeconds: number | undefined, podStatusFn: PodStatusFunc | undefined): Promise<void> {
+  async syncTerminatingPod(pod: V1Pod, podStatus: PodStatus, gracePeriodSeconds: number | undefined, podStatusFn: PodStatusFunc | undefined, signal?: AbortSignal): Promise<void> {
     this.logger.v(4).info('SyncTerminatingPod enter', { pod: podRef(pod), gracePeriod: gracePeriodSeconds });
     this.probeManager?.stopLivenessAndStartup(pod);
     const apiStatus = this.generateStatus(pod, podStatus, true);
     podStatusFn?.(apiStatus);
     this.setStatus(pod, apiStatus);
     const runningPod = convertPodStatusToRunningPod(this.options.runtime.type(), podStatus);
-    await this.options.runtime.killPod(pod, runningPod, gracePeriodSeconds);
+    await this.options.runtime.killPod(pod, runningPod, gracePeriodSeconds, { signal });
     const after = await this.options.runtime.getPodStatus(pod.metadata!.uid!, pod.metadata!.name!, pod.metadata!.namespace!);
     const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length > 0) {
@@ -482,9 +590,9 @@ export class Kubelet implements PodSyncer {
     this.logger.v(4).info('SyncTerminatingPod exit', { pod: podRef(pod) });
   }
 
-  async syncTerminatingRuntimePod(runningPod: RuntimePod): Promise<void> {
+  async syncTerminatingRuntimePod(runningPod: RuntimePod, signal?: AbortSignal): Promise<void> {
     this.logger.v(4).info('SyncTerminatingRuntimePod enter', { podUID: runningPod.id, pod: `${runningPod.namespace}/${runningPod.name}` });
-    await this.options.runtime.killPod(undefined, runningPod, ORPHAN_GRACE_PERIOD_SECONDS);
+    await this.options.runtime.killPod(undefined, runningPod, ORPHAN_GRACE_PERIOD_SECONDS, { signal });
   }
 
   async syncTerminatedPod(pod: V1Pod, podStatus: PodStatus): Promise<void> {
@@ -498,6 +606,22 @@ export class Kubelet implements PodSyncer {
       this.podDirsMade.delete(uid);
     }
     this.logger.v(4).info('SyncTerminatedPod exit', { pod: podRef(pod) });
+  }
+
+  /**
+   * Go: updatePodCIDR: hands a changed pod CIDR (from the Node's spec) to the runtime; answers whether it
+   * changed. A failure is reported and retried with the next node status sync.
+   */
+  async updatePodCIDR(cidr: string): Promise<boolean> {
+    if (this.podCIDR === cidr) return false;
+    try {
+      await this.options.runtime.updatePodCIDR?.(cidr);
+    } catch (error) {
+      throw new Error(`failed to update pod CIDR: ${(error as Error).message}`, { cause: error });
+    }
+    this.logger.info('Updating Pod CIDR', { originalPodCIDR: this.podCIDR, newPodCIDR: cidr });
+    this.podCIDR = cidr;
+    return true;
   }
 
   // ---- internals
@@ -514,6 +638,11 @@ export class Kubelet implements PodSyncer {
         return;
       }
       this.runtimeState.setRuntimeError(undefined);
+      // Go: a runtime without pod networking still runs host-network pods; the error reaches the node's Ready condition.
+      const network = status.conditions.find((c) => c.type === 'NetworkReady');
+      this.runtimeState.setNetworkError(
+        network?.status ? undefined : new Error(`container runtime network not ready: ${network ? formatRuntimeCondition(network) : '<nil>'}`),
+      );
       this.runtimeState.setRuntimeSync(this.clock.now());
     } catch (error) {
       this.logger.error('Container runtime sanity check failed', error);
@@ -528,21 +657,24 @@ export class Kubelet implements PodSyncer {
   }
 
   private generateStatus(pod: V1Pod, podStatus: PodStatus, podIsTerminal = false): V1PodStatus {
-    const probes = this.probeManager;
-    const result = (manager: ProbeResults | undefined, id: string): boolean | undefined => {
-      const value = manager?.get(id);
-      return value === undefined ? undefined : value === 'success';
-    };
-    return generateAPIPodStatus({
+    const status = generateAPIPodStatus({
       pod,
       status: podStatus,
       oldPodStatus: this.statuses.get(pod.metadata!.uid!),
       podIsTerminal,
       waitingReasons: this.waitingReasons.get(pod.metadata!.uid!),
-      readiness: probes ? (id) => result(probes.readinessManager, id) : undefined,
-      startup: probes ? (id) => result(probes.startupManager, id) : undefined,
+      probes: this.probeManager,
+      hostIPs: this.options.hostIPs?.(),
       now: this.clock.now(),
     });
+    // Go: a pod sync handler (the active deadline) that asks for the pod's eviction makes it Failed with its reason.
+    const evict = this.activeDeadline.shouldEvict(pod);
+    if (evict.evict) {
+      status.phase = 'Failed';
+      status.reason = evict.reason;
+      status.message = evict.message;
+    }
+    return status;
   }
 
   private setStatus(pod: V1Pod, status: V1PodStatus): void {
@@ -579,6 +711,14 @@ export class Kubelet implements PodSyncer {
   }
 
 
+}
+
+/** Go: NetworkNotReadyErrorMsg. */
+const NETWORK_NOT_READY_ERROR_MSG = 'network is not ready';
+
+/** A runtime condition as Go's RuntimeCondition.String() prints it. */
+function formatRuntimeCondition(c: { type: string; status: boolean; reason: string; message: string }): string {
+  return `${c.type}=${c.status} reason:${c.reason} message:${c.message}`;
 }
 
 function creationTime(pod: V1Pod): number {

@@ -15,6 +15,7 @@ export interface HealthCheck {
 export class RuntimeState {
   private lastBaseRuntimeSync = 0;
   private runtimeError?: Error;
+  private networkError?: Error;
   private readonly healthChecks: HealthCheck[] = [];
 
   constructor(private readonly clock: Clock) {}
@@ -29,6 +30,16 @@ export class RuntimeState {
 
   setRuntimeError(error: Error | undefined): void {
     this.runtimeError = error;
+  }
+
+  /** The runtime's pod network is not ready (Go: setNetworkState); host-network pods still run. */
+  setNetworkError(error: Error | undefined): void {
+    this.networkError = error;
+  }
+
+  /** Why pods that need the pod network cannot start now; reported in the node's Ready condition. */
+  networkErrors(): Error[] {
+    return this.networkError ? [this.networkError] : [];
   }
 
   /** Every reason the kubelet should not sync pods now; empty when the runtime is usable. */

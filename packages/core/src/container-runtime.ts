@@ -79,11 +79,17 @@ export interface ContainerRuntime {
   /** Pods with at least one container or sandbox; with `all`, exited ones too. */
   getPods(all: boolean): Promise<RuntimePod[]>;
   getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus>;
-  /** Drives the runtime toward the pod spec: create sandbox, pull images, start/kill containers. */
-  syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff): Promise<PodSyncResult>;
+  /**
+   * Drives the runtime toward the pod spec: create sandbox, pull images, start/kill containers. When
+   * `options.signal` aborts (the pod started terminating), every runtime call in flight is cancelled
+   * and the promise rejects with the signal's reason instead of reporting a failed step.
+   */
+  syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff, options?: { signal?: AbortSignal }): Promise<PodSyncResult>;
   /**
    * Kills every container and the sandboxes of a pod. `pod` may be undefined for an orphan the kubelet
-   * only knows from the runtime; the grace period then comes from the container labels.
+   * only knows from the runtime; the grace period then comes from the container labels. When
+   * `options.signal` aborts (e.g. a second delete shortened the grace period), the kill stops waiting
+   * and rejects with the signal's reason; the caller then kills again with the shorter grace period.
    */
-  killPod(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number): Promise<void>;
+  killPod(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number, options?: { signal?: AbortSignal }): Promise<void>;
 }

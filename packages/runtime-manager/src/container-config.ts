@@ -12,13 +12,15 @@ import type { runtimeapi } from '@kubelet-ts/cri-client';
 import { expand } from './expansion.js';
 import {
   buildPodLogsDirectory,
-  isHostNetworkPod,
   parseQuantity,
   quantityMilliValue,
   quantityValue,
 } from './helpers.js';
+import { isStaticPod } from '@kubelet-ts/core';
+import { podHostnameAndDomain, podSandboxHostname } from './hosts.js';
 import { newPodAnnotations, newPodLabels } from './labels.js';
 import { ipcNamespaceForPod, networkNamespaceForPod, pidNamespaceForPod } from './pod-actions.js';
+import { SERVICES_NOT_SYNCED_MESSAGE, serviceEnvVarMap, type ServiceSource } from './service-env.js';
 
 /** Where configMapKeyRef/secretKeyRef/envFrom values come from; the kubelet app wires the API. */
 export interface ConfigMapAndSecretSource {
@@ -174,11 +176,12 @@ export function containerSecurityContext(pod: V1Pod, container: V1Container): ru
   return result;
 }
 
-/** The pod's hostname: spec.hostname or the name, at most 63 characters (Go: GeneratePodHostNameAndDomain). */
+/**
+ * The pod's hostname: spec.hostname or the name, at most 63 characters (Go: GeneratePodHostNameAndDomain).
+ * Throws when spec.hostname is not a DNS label.
+ */
 export function podHostname(pod: V1Pod): string {
-  let hostname = pod.spec?.hostname || pod.metadata?.name || '';
-  if (hostname.length > 63) hostname = hostname.slice(0, 63).replace(/[-.]+$/, '');
-  return hostname;
+  return podHostnameAndDomain(pod, '').hostname;
 }
 
 /** Pod-level DNS settings for dnsPolicy None, or extra ones from spec.dnsConfig (Go: GetPodDNS, simplified). */
@@ -203,6 +206,8 @@ export interface SandboxConfigOptions {
   podLogsRootDirectory: string;
   cgroupParent?: string;
   dnsConfig?: runtimeapi.DNSConfigInit;
+  /** The cluster domain for the pod's FQDN (setHostnameAsFQDN). Default ''. */
+  clusterDomain?: string;
 }
 
 /** The CRI PodSandboxConfig for a pod (Go: generatePodSandboxConfig + generatePodSandboxLinuxConfig). */
@@ -214,7 +219,7 @@ export function generatePodSandboxConfig(pod: V1Pod, attempt: number, opts: Sand
     annotations: newPodAnnotations(pod),
     logDirectory: buildPodLogsDirectory(opts.podLogsRootDirectory, meta.namespace ?? '', meta.name ?? '', meta.uid ?? ''),
     // A host-network pod has no UTS namespace of its own: the runtime refuses a hostname for it.
-    hostname: isHostNetworkPod(pod) ? '' : podHostname(pod),
+    hostname: podSandboxHostname(pod, opts.clusterDomain ?? ''),
   };
   if (opts.dnsConfig) config.dnsConfig = opts.dnsConfig;
 
@@ -257,6 +262,8 @@ export interface EnvContext {
   podIPs: string[];
   node: NodeInfoForPods;
   sources?: ConfigMapAndSecretSource;
+  /** The cluster's services for the service variables; without it there are none (Go: no API server). */
+  services?: ServiceSource;
 }
 
 function podFieldValue(pod: V1Pod, fieldPath: string, ctx: EnvContext): string {
@@ -323,12 +330,17 @@ function resourceFieldValue(pod: V1Pod, container: V1Container, source: NonNulla
 
 /**
  * The container's environment in order: envFrom entries, then env, each $(VAR)-expanded with what
- * came before (Go: makeEnvironmentVariables, without service links).
+ * came before and the service variables, then the service variables the container does not set
+ * itself (Go: makeEnvironmentVariables). Until the services have been listed once, only static
+ * pods get an environment (Go: serviceHasSynced).
  */
 export async function makeEnvironmentVariables(pod: V1Pod, container: V1Container, ctx: EnvContext): Promise<Map<string, string>> {
   const env = new Map<string, string>();
   const namespace = pod.metadata?.namespace ?? '';
   const sources = ctx.sources;
+  if (ctx.services && !isStaticPod(pod) && !ctx.services.hasSynced()) throw new ContainerConfigError(SERVICES_NOT_SYNCED_MESSAGE);
+  // The API server defaults enableServiceLinks to true.
+  const serviceEnv = serviceEnvVarMap(ctx.services, namespace, pod.spec?.enableServiceLinks ?? true);
   const need = (kind: string, name: string) => new ContainerConfigError(`couldn't get ${kind} ${namespace}/${name}: no ${kind} source configured`);
 
   for (const from of container.envFrom ?? []) {
@@ -383,9 +395,11 @@ export async function makeEnvironmentVariables(pod: V1Pod, container: V1Containe
         value = data[ref.key];
       }
     } else {
-      value = expand(variable.value ?? '', (name) => env.get(name));
+      value = expand(variable.value ?? '', (name) => env.get(name) ?? serviceEnv.get(name));
     }
     env.set(variable.name, value ?? '');
   }
+  // What the container sets itself wins over a service variable of the same name.
+  for (const [name, value] of serviceEnv) if (!env.has(name)) env.set(name, value);
   return env;
 }

@@ -2,6 +2,7 @@
 // image_manager.go and puller.go, kuberuntime_image.go).
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
+  abortReason,
   Backoff,
   containerSpecFieldPath,
   formatDuration,
@@ -116,14 +117,16 @@ export class ImageManager {
   }
 
   /** The image id when the runtime has the image, '' when not (Go: GetImageRef). */
-  async getImageRef(spec: runtimeapi.ImageSpecInit): Promise<string> {
-    const response = await this.opts.imageService.imageStatus(spec, false);
+  async getImageRef(spec: runtimeapi.ImageSpecInit, signal?: AbortSignal): Promise<string> {
+    const response = await this.opts.imageService.imageStatus(spec, false, { signal });
     return response.image?.id ?? '';
   }
 
   /**
    * Makes sure the container's image is present, pulling it as its policy says. Checks ImageStatus
-   * first for every policy: PullImage always contacts a registry, even for an imported image.
+   * first for every policy: PullImage always contacts a registry, even for an imported image. When
+   * `options.signal` aborts, the wait for a serialized pull and the pull itself are cancelled and the
+   * promise rejects with the signal's reason (no failure event, no backoff).
    */
   async ensureImageExists(
     pod: V1Pod,
@@ -131,7 +134,10 @@ export class ImageManager {
     pullSecrets: V1Secret[],
     sandboxConfig: runtimeapi.PodSandboxConfigInit | undefined,
     runtimeHandler = '',
+    options?: { signal?: AbortSignal },
   ): Promise<EnsureImageResult> {
+    const signal = options?.signal;
+    if (signal?.aborted) throw abortReason(signal);
     const imgRef = container.image ?? '';
     const event = (type: 'Normal' | 'Warning', reason: string, message: string) =>
       this.opts.recorder.event(pod, type, reason, message, { fieldPath: containerSpecFieldPath(pod, container.name), containerName: container.name });
@@ -151,8 +157,9 @@ export class ImageManager {
 
     let imageRef: string;
     try {
-      imageRef = await this.getImageRef(spec);
+      imageRef = await this.getImageRef(spec, signal);
     } catch (err) {
+      if (signal?.aborted) throw abortReason(signal);
       const message = `Failed to inspect image ${JSON.stringify(image)}: ${grpcErrorText(err)}`;
       event('Warning', KubeletEventReason.FailedToInspectImage, message);
       log.warn(message);
@@ -187,9 +194,10 @@ export class ImageManager {
       let lastError: unknown;
       for (const auth of auths.length > 0 ? auths : [undefined]) {
         try {
-          const ref = await this.opts.imageService.pullImage(spec, auth, sandboxConfig);
+          const ref = await this.opts.imageService.pullImage(spec, auth, sandboxConfig, { signal });
           return { ref, pullMs: this.clock.now() - startedAt };
         } catch (err) {
+          if (signal?.aborted) throw abortReason(signal);
           lastError = err;
         }
       }
@@ -197,8 +205,9 @@ export class ImageManager {
     };
     let pulled: { ref: string; pullMs: number };
     try {
-      pulled = await this.serialize(pull);
+      pulled = await this.serialize(pull, signal);
     } catch (err) {
+      if (signal?.aborted) throw abortReason(signal);
       event('Warning', KubeletEventReason.FailedToPullImage, `Failed to pull image ${JSON.stringify(imgRef)}: ${grpcErrorText(err)}`);
       log.warn('Failed to pull image', { err: grpcErrorText(err) });
       this.backoff.next(backoffKey, this.clock.now());
@@ -206,7 +215,7 @@ export class ImageManager {
     }
     let size = 0;
     try {
-      size = Number((await this.opts.imageService.imageStatus({ image: pulled.ref }, false)).image?.size ?? 0);
+      size = Number((await this.opts.imageService.imageStatus({ image: pulled.ref }, false, { signal })).image?.size ?? 0);
     } catch {
       // the size is only for the event message
     }
@@ -220,11 +229,36 @@ export class ImageManager {
     return { ok: true, imageRef: pulled.ref };
   }
 
-  private serialize<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs fn after every pull queued before it (Go: serialImagePuller). A caller whose signal aborts
+   * while queued leaves at once; its turn passes to the next without pulling.
+   */
+  private async serialize<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (this.opts.serializeImagePulls === false) return fn();
-    const run = this.pullChain.then(fn, fn);
-    this.pullChain = run.catch(() => undefined);
-    return run;
+    const turn = this.pullChain;
+    let release!: () => void;
+    this.pullChain = new Promise<void>((resolve) => (release = resolve));
+    if (signal) {
+      let onAbort: (() => void) | undefined;
+      const aborted = new Promise<'aborted'>((resolve) => {
+        onAbort = () => resolve('aborted');
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      });
+      const outcome = await Promise.race([turn.then(() => 'turn' as const), aborted]);
+      signal.removeEventListener('abort', onAbort!);
+      if (outcome === 'aborted') {
+        void turn.then(release);
+        throw abortReason(signal);
+      }
+    } else {
+      await turn;
+    }
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
   }
 }
 

@@ -33,6 +33,18 @@ export {
   type ImageManagerOptions,
 } from './image-manager.js';
 export {
+  HandlerRunner,
+  HttpGetError,
+  httpGetActionUrl,
+  lifecycleRequestHeaders,
+  lifecycleUserAgent,
+  resolveContainerPort,
+  DEFAULT_LIFECYCLE_USER_AGENT,
+  MAX_LIFECYCLE_RESPONSE_BODY_BYTES,
+  type HandlerRunnerOptions,
+} from './lifecycle.js';
+export { TerminationOrdering } from './termination-order.js';
+export {
   generatePodSandboxConfig,
   containerSecurityContext,
   linuxContainerResources,
@@ -47,6 +59,48 @@ export {
   type ConfigMapAndSecretSource,
   type SandboxConfigOptions,
 } from './container-config.js';
+export {
+  DnsConfigurer,
+  DnsEventReason,
+  parseResolvConf,
+  mergeDnsOptions,
+  omitDuplicates,
+  MAX_DNS_NAMESERVERS,
+  MAX_DNS_SEARCH_PATHS,
+  MAX_DNS_SEARCH_LIST_CHARS,
+  MAX_RESOLV_CONF_LENGTH,
+  DEFAULT_DNS_OPTIONS,
+  type DnsConfigurerOptions,
+  type ReadFileAtMost,
+  type ResolvConf,
+} from './dns.js';
+export {
+  ETC_HOSTS_PATH,
+  MANAGED_HOSTS_HEADER,
+  MANAGED_HOSTS_HEADER_WITH_HOST_NETWORK,
+  isDns1123Label,
+  truncatePodHostnameIfNeeded,
+  podHostnameAndDomain,
+  nodenameForKernel,
+  podSandboxHostname,
+  hostsEntriesFromHostAliases,
+  managedHostsFileContent,
+  nodeHostsFileContent,
+  shouldMountHostsFile,
+  etcHostsPath,
+  makeHostsMount,
+  type PodHostnameAndDomain,
+  type HostsFileParams,
+} from './hosts.js';
+export {
+  envVarsFromServices,
+  serviceEnvVarMap,
+  isServiceIPSet,
+  MASTER_SERVICES,
+  NAMESPACE_DEFAULT,
+  SERVICES_NOT_SYNCED_MESSAGE,
+  type ServiceSource,
+} from './service-env.js';
 export { expand, expandAll } from './expansion.js';
 export { hashContainer, canonicalJson, fnv32a } from './hash.js';
 export * from './labels.js';

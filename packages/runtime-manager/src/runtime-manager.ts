@@ -4,11 +4,13 @@ import * as os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
+  abortReason,
   containerSpecFieldPath,
   createLogger,
   findContainerStatusByName,
   formatContainerID,
   formatDuration,
+  hasRestartableInitContainer,
   isNotExist,
   isRestartableInitContainer,
   KubeletEventReason,
@@ -46,6 +48,8 @@ import {
 } from './container-config.js';
 import { expandAll } from './expansion.js';
 import { nodeFs, type RuntimeFs } from './fs.js';
+import { makeHostsMount, podHostnameAndDomain, shouldMountHostsFile } from './hosts.js';
+import type { ServiceSource } from './service-env.js';
 import { hashContainer } from './hash.js';
 import {
   DEFAULT_POD_LOGS_ROOT_DIRECTORY,
@@ -63,6 +67,8 @@ import {
   nanosToMillis,
 } from './helpers.js';
 import { ImageManager } from './image-manager.js';
+import { HandlerRunner, lifecycleUserAgent } from './lifecycle.js';
+import { TerminationOrdering } from './termination-order.js';
 import {
   KUBERNETES_POD_UID_LABEL,
   getContainerInfoFromAnnotations,
@@ -110,8 +116,19 @@ export interface GenericRuntimeManagerOptions {
   kubeletRootDirectory?: string;
   /** Values for configMapKeyRef/secretKeyRef/envFrom. Without it such references fail (CreateContainerConfigError). */
   configMapsAndSecrets?: ConfigMapAndSecretSource;
-  /** DNS settings for a pod's sandbox. Default: spec.dnsConfig (dnsPolicy None), else the runtime's default. */
+  /**
+   * DNS settings for a pod's sandbox; may throw to fail the sandbox (Go: GetPodDNS). Wire
+   * DnsConfigurer.getPodDNS. Default: spec.dnsConfig (dnsPolicy None), else the runtime's default.
+   */
   dnsConfigFor?: (pod: V1Pod) => runtimeapi.DNSConfigInit | undefined;
+  /** The cluster domain (Go --cluster-domain) for pod FQDNs in the hostname and /etc/hosts. Default ''. */
+  clusterDomain?: string;
+  /**
+   * The cluster's services for the service environment variables (Go: serviceLister + serviceHasSynced).
+   * Before it has synced, containers of non-static pods fail with CreateContainerConfigError. Default:
+   * none (no service variables, as a kubelet without an API server).
+   */
+  services?: ServiceSource;
   /** The pod's cgroup parent. Default: '' (the runtime's default). */
   cgroupParentFor?: (pod: V1Pod) => string;
   /** The node's IPs for status.hostIP(s) in the downward API. Default: the pod's status. */
@@ -124,6 +141,13 @@ export interface GenericRuntimeManagerOptions {
   serializeImagePulls?: boolean;
   /** Lets a sandbox failure of a pod being deleted pass silently (Go: podStateProvider). */
   isPodTerminationRequested?: (podUid: string) => boolean;
+  /** The kubelet version for the User-Agent of httpGet lifecycle hooks (`kube-lifecycle/<major>.<minor>`). Default: this package's. */
+  kubeletVersion?: string;
+}
+
+/** Rejects with the signal's reason once it has aborted: a cancelled sync or kill does not go on. */
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortReason(signal);
 }
 
 interface StartSpec {
@@ -208,6 +232,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
   private startupResults?: ProbeResultLookup;
   private runtimeNameCache?: string;
   private versionPromise?: Promise<runtimeapi.VersionResponse>;
+  private readonly handlerRunner: HandlerRunner;
 
   constructor(private readonly opts: GenericRuntimeManagerOptions) {
     this.runtimeService = opts.runtimeService;
@@ -231,6 +256,14 @@ export class GenericRuntimeManager implements ContainerRuntime {
       clock: this.clock,
       backoff: opts.imagePullBackoff,
       serializeImagePulls: opts.serializeImagePulls,
+    });
+    this.handlerRunner = new HandlerRunner({
+      execSync: (id, cmd, timeout, options) => this.runtimeService.execSync(id, cmd, timeout, options),
+      podIPs: async (pod, signal) => (await this.podStatusFor(pod.metadata?.uid ?? '', pod.metadata?.name ?? '', pod.metadata?.namespace ?? '', signal)).ips,
+      sleep: (ms, signal) => this.clock.sleep(ms, signal),
+      recorder: this.recorder,
+      logger: this.logger,
+      userAgent: opts.kubeletVersion !== undefined ? lifecycleUserAgent(opts.kubeletVersion) : undefined,
     });
   }
 
@@ -327,17 +360,22 @@ export class GenericRuntimeManager implements ContainerRuntime {
   }
 
   async getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
+    return this.podStatusFor(uid, name, namespace);
+  }
+
+  private async podStatusFor(uid: string, name: string, namespace: string, signal?: AbortSignal): Promise<PodStatus> {
     const runtimeName = await this.runtimeName();
     const timestamp = this.clock.now();
-    const sandboxes = await this.runtimeService.listPodSandbox({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } });
+    const sandboxes = await this.runtimeService.listPodSandbox({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } }, { signal });
     sandboxes.sort((a, b) => Number(b.createdAt) - Number(a.createdAt));
     const sandboxStatuses: CriSandboxStatus[] = [];
     let ips: string[] = [];
     for (const [idx, sandbox] of sandboxes.entries()) {
       let response: runtimeapi.PodSandboxStatusResponse;
       try {
-        response = await this.runtimeService.podSandboxStatus(sandbox.id, false);
+        response = await this.runtimeService.podSandboxStatus(sandbox.id, false, { signal });
       } catch (err) {
+        throwIfAborted(signal);
         if (isNotFound(err)) continue; // removed between list and status: as if never listed
         this.logger.error('PodSandboxStatus of sandbox for pod', err, { podSandboxID: sandbox.id, pod: `${namespace}/${name}` });
         throw err;
@@ -346,7 +384,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
       sandboxStatuses.push(toCoreSandboxStatus(response.status));
       if (idx === 0 && response.status.state === 'SANDBOX_READY') ips = determinePodSandboxIPs(response.status);
     }
-    const containerStatuses = await this.getPodContainerStatuses(uid, runtimeName);
+    const containerStatuses = await this.getPodContainerStatuses(uid, runtimeName, signal);
     return { id: uid, name, namespace, ips, containerStatuses, sandboxStatuses, timestamp };
   }
 
@@ -375,14 +413,15 @@ export class GenericRuntimeManager implements ContainerRuntime {
     };
   }
 
-  private async getPodContainerStatuses(uid: string, runtimeName: string): Promise<ContainerStatus[]> {
-    const containers = await this.runtimeService.listContainers({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } });
+  private async getPodContainerStatuses(uid: string, runtimeName: string, signal?: AbortSignal): Promise<ContainerStatus[]> {
+    const containers = await this.runtimeService.listContainers({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } }, { signal });
     const statuses: ContainerStatus[] = [];
     for (const c of containers) {
       let response: runtimeapi.ContainerStatusResponse;
       try {
-        response = await this.runtimeService.containerStatus(c.id, false);
+        response = await this.runtimeService.containerStatus(c.id, false, { signal });
       } catch (err) {
+        throwIfAborted(signal);
         if (isNotFound(err)) continue;
         throw err;
       }
@@ -475,6 +514,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
       podLogsRootDirectory: this.podLogsRoot,
       cgroupParent: this.opts.cgroupParentFor?.(pod),
       dnsConfig: this.opts.dnsConfigFor ? this.opts.dnsConfigFor(pod) : defaultPodDnsConfig(pod),
+      clusterDomain: this.opts.clusterDomain,
     });
   }
 
@@ -491,18 +531,23 @@ export class GenericRuntimeManager implements ContainerRuntime {
 
   /**
    * Drives the runtime toward the pod spec (Go: SyncPod): compute actions, kill the pod or unwanted
-   * containers, create the sandbox, then start ephemeral, init and app containers.
+   * containers, create the sandbox, then start ephemeral, init and app containers. Every runtime call
+   * carries `options.signal`; once it aborts, the sync stops and rejects with the signal's reason.
    */
-  async syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff): Promise<PodSyncResult> {
+  async syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff, options?: { signal?: AbortSignal }): Promise<PodSyncResult> {
+    const signal = options?.signal;
+    throwIfAborted(signal);
     const result: PodSyncResult = { syncResults: [] };
     const log = this.logger.with({ pod: podRef(pod) });
     let runtimeName: string;
     try {
       runtimeName = await this.runtimeName();
     } catch (err) {
+      throwIfAborted(signal);
       result.syncError = err as Error;
       return result;
     }
+    throwIfAborted(signal);
     const changes = this.computePodActions(pod, podStatus);
     if (log.v(3).enabled) log.v(3).info('computePodActions got for pod', { podActions: describeActions(changes) });
     if (changes.createSandbox) {
@@ -513,14 +558,14 @@ export class GenericRuntimeManager implements ContainerRuntime {
     // Step 2: kill the pod if the sandbox changed or everything is done.
     if (changes.killPod) {
       log.v(4).info(changes.createSandbox ? 'Stopping PodSandbox for pod, will start new one' : 'Stopping PodSandbox for pod, because all other containers are dead');
-      const killResult = await this.killPodWithSyncResult(pod, convertPodStatusToRunningPod(runtimeName, podStatus));
+      const killResult = await this.killPodWithSyncResult(pod, convertPodStatusToRunningPod(runtimeName, podStatus), undefined, { signal });
       result.syncResults.push(...killResult.syncResults);
       const killError = podSyncError(killResult);
       if (killError) {
         log.error('killPodWithSyncResult failed', killError);
         return result;
       }
-      if (changes.createSandbox) await this.purgeInitContainers(pod, podStatus);
+      if (changes.createSandbox) await this.purgeInitContainers(pod, podStatus, signal);
     } else {
       // Step 3: kill the containers that must not keep running.
       for (const [id, info] of changes.containersToKill) {
@@ -528,8 +573,9 @@ export class GenericRuntimeManager implements ContainerRuntime {
         const killResult: SyncResult = { action: 'KillContainer', target: info.name };
         result.syncResults.push(killResult);
         try {
-          await this.killContainer(pod, info.id, info.name, info.message, info.reason);
+          await this.killContainer(pod, info.id, info.name, info.message, info.reason, undefined, { signal });
         } catch (err) {
+          throwIfAborted(signal);
           killResult.error = 'KillContainerError';
           killResult.message = errorMessage(err);
           log.error('killContainer for pod failed', err, { containerName: info.name, containerID: id });
@@ -538,7 +584,8 @@ export class GenericRuntimeManager implements ContainerRuntime {
       }
     }
 
-    await this.pruneInitContainersBeforeStart(pod, podStatus);
+    await this.pruneInitContainersBeforeStart(pod, podStatus, signal);
+    throwIfAborted(signal);
 
     let podIPs = podStatus.ips;
     // Step 4: create the sandbox.
@@ -546,8 +593,9 @@ export class GenericRuntimeManager implements ContainerRuntime {
     if (changes.createSandbox) {
       const createResult: SyncResult = { action: 'CreatePodSandbox', target: formatPod(pod) };
       result.syncResults.push(createResult);
-      const created = await this.createPodSandbox(pod, changes.attempt);
+      const created = await this.createPodSandbox(pod, changes.attempt, signal);
       if ('error' in created) {
+        throwIfAborted(signal);
         if (this.opts.isPodTerminationRequested?.(pod.metadata?.uid ?? '')) {
           log.v(4).info('Pod was deleted and sandbox failed to be created');
           return result;
@@ -562,8 +610,9 @@ export class GenericRuntimeManager implements ContainerRuntime {
       log.v(4).info('Created PodSandbox for pod', { podSandboxID: sandboxId });
       let sandboxStatus: runtimeapi.PodSandboxStatusResponse;
       try {
-        sandboxStatus = await this.runtimeService.podSandboxStatus(sandboxId, false);
+        sandboxStatus = await this.runtimeService.podSandboxStatus(sandboxId, false, { signal });
       } catch (err) {
+        throwIfAborted(signal);
         this.event(pod, 'Warning', KubeletEventReason.FailedStatusPodSandBox, `Unable to get pod sandbox status: ${errorMessage(err)}`);
         log.error('Failed to get pod sandbox status; Skipping pod', err);
         result.syncError = err as Error;
@@ -589,6 +638,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     }
 
     const start = async (spec: StartSpec): Promise<boolean> => {
+      throwIfAborted(signal);
       const startResult: SyncResult = { action: 'StartContainer', target: spec.container.name };
       result.syncResults.push(startResult);
       const backoffFailure = this.doBackOff(pod, spec.container, podStatus, backoff);
@@ -599,7 +649,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
         return false;
       }
       log.v(4).info('Creating container in pod', { containerType: spec.kind, container: spec.container.name });
-      const failure = await this.startContainer(sandboxId, sandboxConfig, spec, pod, podStatus, pullSecrets, podIP, podIPs);
+      const failure = await this.startContainer(sandboxId, sandboxConfig, spec, pod, podStatus, pullSecrets, podIP, podIPs, signal);
       if (failure) {
         startResult.error = failure.reason;
         startResult.message = failure.message;
@@ -653,7 +703,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     return undefined;
   }
 
-  private async createPodSandbox(pod: V1Pod, attempt: number): Promise<{ id: string } | { error: unknown; message: string }> {
+  private async createPodSandbox(pod: V1Pod, attempt: number, signal?: AbortSignal): Promise<{ id: string } | { error: unknown; message: string }> {
     let config: runtimeapi.PodSandboxConfigInit;
     try {
       config = this.generatePodSandboxConfig(pod, attempt);
@@ -666,7 +716,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
       return { error, message: `Failed to create log directory for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
     }
     try {
-      const id = await this.runtimeService.runPodSandbox(config, this.runtimeHandlerFor(pod));
+      const id = await this.runtimeService.runPodSandbox(config, this.runtimeHandlerFor(pod), { signal });
       return { id };
     } catch (error) {
       return { error, message: `Failed to create sandbox for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
@@ -702,10 +752,11 @@ export class GenericRuntimeManager implements ContainerRuntime {
     pullSecrets: V1Secret[],
     podIP: string,
     podIPs: string[],
+    signal?: AbortSignal,
   ): Promise<StartFailure | undefined> {
     const container = spec.container;
     const runtimeName = await this.runtimeName();
-    const image = await this.imageManager.ensureImageExists(pod, container, pullSecrets, sandboxConfig, this.runtimeHandlerFor(pod));
+    const image = await this.imageManager.ensureImageExists(pod, container, pullSecrets, sandboxConfig, this.runtimeHandlerFor(pod), { signal });
     if (!image.ok) {
       this.event(pod, 'Warning', KubeletEventReason.FailedToCreateContainer, `Error: ${image.reason}`, container);
       return { reason: image.reason, message: image.message };
@@ -722,6 +773,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     try {
       config = await this.generateContainerConfig(container, pod, restartCount, podIP, podIPs, image.imageRef, spec, podStatus);
     } catch (err) {
+      throwIfAborted(signal);
       const message = errorMessage(err);
       this.event(pod, 'Warning', KubeletEventReason.FailedToCreateContainer, `Error: ${message}`, container);
       return { reason: 'CreateContainerConfigError', message };
@@ -729,8 +781,9 @@ export class GenericRuntimeManager implements ContainerRuntime {
 
     let containerId: string;
     try {
-      containerId = await this.runtimeService.createContainer(sandboxId, config, sandboxConfig);
+      containerId = await this.runtimeService.createContainer(sandboxId, config, sandboxConfig, { signal });
     } catch (err) {
+      throwIfAborted(signal);
       const message = errorMessage(err);
       this.event(pod, 'Warning', KubeletEventReason.FailedToCreateContainer, `Error: ${message}`, container);
       return { reason: 'CreateContainerError', message };
@@ -738,8 +791,9 @@ export class GenericRuntimeManager implements ContainerRuntime {
     this.event(pod, 'Normal', KubeletEventReason.CreatedContainer, `Created container: ${container.name}`, container, containerId);
 
     try {
-      await this.runtimeService.startContainer(containerId);
+      await this.runtimeService.startContainer(containerId, { signal });
     } catch (err) {
+      throwIfAborted(signal);
       const message = errorMessage(err);
       this.event(pod, 'Warning', KubeletEventReason.FailedToStartContainer, `Error: ${message}`, container, containerId);
       return { reason: 'RunContainerError', message };
@@ -750,15 +804,17 @@ export class GenericRuntimeManager implements ContainerRuntime {
     if (postStart) {
       const id: ContainerID = { type: runtimeName, id: containerId };
       try {
-        await this.runHandler(pod, container, id, postStart);
+        await this.runHandler(pod, container, id, postStart, signal);
       } catch (err) {
+        throwIfAborted(signal);
         const message = errorMessage(err);
         this.logger.error('Failed to execute PostStartHook', err, { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id) });
         // The message may hold secrets: the event does not carry it.
         this.event(pod, 'Warning', KubeletEventReason.FailedPostStartHook, 'PostStartHook failed', container, containerId);
         try {
-          await this.killContainer(pod, id, container.name, 'FailedPostStartHook', 'FailedPostStartHook');
+          await this.killContainer(pod, id, container.name, 'FailedPostStartHook', 'FailedPostStartHook', undefined, { signal });
         } catch (killErr) {
+          throwIfAborted(signal);
           this.logger.error('Failed to kill container', killErr, { pod: podRef(pod), containerName: container.name });
         }
         return { reason: 'PostStartHookError', message };
@@ -778,7 +834,13 @@ export class GenericRuntimeManager implements ContainerRuntime {
     spec: StartSpec,
     podStatus: PodStatus,
   ): Promise<runtimeapi.ContainerConfigInit> {
-    const env = await makeEnvironmentVariables(pod, container, { podIP, podIPs, node: this.node, sources: this.opts.configMapsAndSecrets });
+    const env = await makeEnvironmentVariables(pod, container, {
+      podIP,
+      podIPs,
+      node: this.node,
+      sources: this.opts.configMapsAndSecrets,
+      services: this.opts.services,
+    });
     const meta = pod.metadata ?? {};
     const logDir = buildContainerLogsDirectory(this.podLogsRoot, meta.namespace ?? '', meta.name ?? '', meta.uid ?? '', container.name);
     try {
@@ -787,6 +849,8 @@ export class GenericRuntimeManager implements ContainerRuntime {
       throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorMessage(err)}`);
     }
     const mounts = [...((await this.opts.mountsFor?.(pod, container)) ?? [])];
+    const hostsMount = await this.makeEtcHostsMount(pod, container, podIPs);
+    if (hostsMount) mounts.push(hostsMount);
     const terminationMount = await this.makeTerminationMessageMount(pod, container);
     if (terminationMount) mounts.push(terminationMount);
 
@@ -815,6 +879,28 @@ export class GenericRuntimeManager implements ContainerRuntime {
     };
   }
 
+  /**
+   * The managed /etc/hosts (Go: makeMounts + makeHostsMount): `<root>/pods/<uid>/etc-hosts`, rewritten
+   * for each container start; none without a kubelet root directory. Failing to write it fails the
+   * container (CreateContainerConfigError), as in Go.
+   */
+  private async makeEtcHostsMount(pod: V1Pod, container: V1Container, podIPs: string[]): Promise<runtimeapi.MountInit | undefined> {
+    const root = this.opts.kubeletRootDirectory;
+    const { hostname, domain } = podHostnameAndDomain(pod, this.opts.clusterDomain ?? '');
+    const mount = shouldMountHostsFile(pod, container, podIPs);
+    this.logger.v(3).info('Creating hosts mount for container', { pod: podRef(pod), containerName: container.name, podIPs, path: mount });
+    if (!root || !mount) return undefined;
+    const podDir = `${root.replace(/\/$/, '')}/pods/${pod.metadata?.uid ?? ''}`;
+    await this.fs.mkdirAll(podDir, 0o750);
+    return makeHostsMount(this.fs, podDir, {
+      podIPs,
+      hostname,
+      domain,
+      hostAliases: pod.spec?.hostAliases,
+      hostNetwork: isHostNetworkPod(pod),
+    });
+  }
+
   /** A fresh termination-log file mounted at terminationMessagePath (Go: makeMounts). */
   private async makeTerminationMessageMount(pod: V1Pod, container: V1Container): Promise<runtimeapi.MountInit | undefined> {
     const root = this.opts.kubeletRootDirectory;
@@ -831,68 +917,44 @@ export class GenericRuntimeManager implements ContainerRuntime {
     return { hostPath, containerPath: container.terminationMessagePath, selinuxRelabel: false };
   }
 
-  /** Runs a lifecycle handler (Go: HandlerRunner.Run): exec and sleep; httpGet is not supported yet. */
-  private async runHandler(pod: V1Pod, container: V1Container, id: ContainerID, handler: V1LifecycleHandler, signal?: AbortSignal): Promise<void> {
-    if (handler.exec) {
-      const command = handler.exec.command ?? [];
-      let result;
-      try {
-        result = await this.runtimeService.execSync(id.id, command, 0, { signal });
-      } catch (err) {
-        throw new Error(`Exec lifecycle hook ([${command.join(' ')}]) for Container ${JSON.stringify(container.name)} in Pod ${JSON.stringify(formatPod(pod))} failed - error: ${errorMessage(err)}, message: ""`);
-      }
-      if (result.exitCode !== 0) {
-        const output = Buffer.concat([result.stdout, result.stderr]).toString('utf8');
-        throw new Error(
-          `Exec lifecycle hook ([${command.join(' ')}]) for Container ${JSON.stringify(container.name)} in Pod ${JSON.stringify(formatPod(pod))} failed - error: command '${command.join(' ')}' exited with ${result.exitCode}: ${result.stderr.toString('utf8')}, message: ${JSON.stringify(output)}`,
-        );
-      }
-      return;
-    }
-    if (handler.sleep) {
-      await this.clock.sleep(Number(handler.sleep.seconds) * 1000, signal);
-      return;
-    }
-    if (handler.httpGet) {
-      throw new Error(`httpGet lifecycle hooks are not supported yet (container ${JSON.stringify(container.name)} in pod ${JSON.stringify(formatPod(pod))})`);
-    }
-    throw new Error(`invalid handler: ${JSON.stringify(handler)}`);
+  /** Runs a lifecycle handler (Go: HandlerRunner.Run): exec, httpGet and sleep. */
+  private runHandler(pod: V1Pod, container: V1Container, id: ContainerID, handler: V1LifecycleHandler, signal?: AbortSignal): Promise<void> {
+    return this.handlerRunner.run(id, pod, container, handler, signal);
   }
 
   // ---------------------------------------------------------------------------------------------
   // KillPod / killContainer
 
-  /** Kills every container and stops every sandbox of the pod; throws when a step failed (Go: KillPod). */
-  async killPod(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number): Promise<void> {
-    const result = await this.killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds);
+  /**
+   * Kills every container and stops every sandbox of the pod; throws when a step failed (Go: KillPod).
+   * When `options.signal` aborts, the kill stops waiting (preStop hooks, sidecar ordering, StopContainer
+   * calls are cancelled) and rejects with the signal's reason.
+   */
+  async killPod(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number, options?: { signal?: AbortSignal }): Promise<void> {
+    const result = await this.killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds, options);
     const err = podSyncError(result);
     if (err) throw err;
   }
 
-  /** Go: killPodWithSyncResult: containers in parallel, then StopPodSandbox for every sandbox. */
-  async killPodWithSyncResult(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number): Promise<PodSyncResult> {
+  /** Go: killPodWithSyncResult: the containers (killContainersWithSyncResult), then StopPodSandbox for every sandbox. */
+  async killPodWithSyncResult(
+    pod: V1Pod | undefined,
+    runningPod: RuntimePod,
+    gracePeriodOverrideSeconds?: number,
+    options?: { signal?: AbortSignal },
+  ): Promise<PodSyncResult> {
+    const signal = options?.signal;
+    throwIfAborted(signal);
     const result: PodSyncResult = { syncResults: [] };
-    const containerResults = await Promise.all(
-      runningPod.containers.map(async (container): Promise<SyncResult> => {
-        const r: SyncResult = { action: 'KillContainer', target: container.name };
-        try {
-          await this.killContainer(pod, container.id, container.name, '', 'Unknown', gracePeriodOverrideSeconds);
-        } catch (err) {
-          r.error = 'KillContainerError';
-          r.message = errorMessage(err);
-          this.logger.error('Kill container failed', err, { pod: `${runningPod.namespace}/${runningPod.name}`, podUID: runningPod.id, containerName: container.name });
-        }
-        return r;
-      }),
-    );
-    result.syncResults.push(...containerResults);
+    result.syncResults.push(...(await this.killContainersWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds, signal)));
 
     const sandboxResult: SyncResult = { action: 'KillPodSandbox', target: runningPod.id };
     result.syncResults.push(sandboxResult);
     for (const sandbox of runningPod.sandboxes) {
       try {
-        await this.runtimeService.stopPodSandbox(sandbox.id.id);
+        await this.runtimeService.stopPodSandbox(sandbox.id.id, { signal });
       } catch (err) {
+        throwIfAborted(signal);
         if (isNotFound(err)) continue;
         sandboxResult.error = 'KillPodSandboxError';
         sandboxResult.message = errorMessage(err);
@@ -900,6 +962,48 @@ export class GenericRuntimeManager implements ContainerRuntime {
       }
     }
     return result;
+  }
+
+  /**
+   * Kills the running containers in parallel (Go: killContainersWithSyncResult). A pod with sidecars
+   * stops them last, in reverse spec order, each once the containers before it have terminated or
+   * its grace period has run out (TerminationOrdering).
+   */
+  private async killContainersWithSyncResult(
+    pod: V1Pod | undefined,
+    runningPod: RuntimePod,
+    gracePeriodOverrideSeconds: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<SyncResult[]> {
+    const ordering =
+      pod && hasRestartableInitContainer(pod)
+        ? new TerminationOrdering(pod, runningPod.containers.map((c) => c.name), this.clock)
+        : undefined;
+    const settled = await Promise.allSettled(
+      runningPod.containers.map(async (container): Promise<SyncResult> => {
+        const r: SyncResult = { action: 'KillContainer', target: container.name };
+        try {
+          await this.killContainer(pod, container.id, container.name, '', 'Unknown', gracePeriodOverrideSeconds, { signal, ordering });
+        } catch (err) {
+          throwIfAborted(signal);
+          r.error = 'KillContainerError';
+          r.message = errorMessage(err);
+          this.logger.error('Kill container failed', err, {
+            pod: `${runningPod.namespace}/${runningPod.name}`,
+            podUID: runningPod.id,
+            containerName: container.name,
+            containerID: formatContainerID(container.id),
+          });
+        }
+        return r;
+      }),
+    );
+    throwIfAborted(signal);
+    return settled.map((s) => {
+      // Only an abort rejects, and that was rethrown above.
+      if (s.status === 'rejected') throw s.reason;
+      return s.value;
+    });
   }
 
   /** The grace period in seconds before any override (Go: setTerminationGracePeriod). */
@@ -916,9 +1020,10 @@ export class GenericRuntimeManager implements ContainerRuntime {
   }
 
   /**
-   * Stops a container: the preStop hook within the grace period, then StopContainer with what is
-   * left of it, at least 2 s (Go: killContainer). Without the pod, what is needed comes from the
-   * container's labels and annotations.
+   * Stops a container: the preStop hook within the grace period, then (for a sidecar in a pod kill)
+   * its turn within what is left, then StopContainer with the rest, at least 2 s (Go: killContainer).
+   * Without the pod, what is needed comes from the container's labels and annotations. With
+   * `options.signal`, an abort cancels every wait and call and rejects with the signal's reason.
    */
   async killContainer(
     pod: V1Pod | undefined,
@@ -927,7 +1032,11 @@ export class GenericRuntimeManager implements ContainerRuntime {
     message: string,
     reason: ContainerKillReason,
     gracePeriodOverrideSeconds?: number,
+    options?: { signal?: AbortSignal; ordering?: TerminationOrdering },
   ): Promise<void> {
+    const signal = options?.signal;
+    const ordering = options?.ordering;
+    throwIfAborted(signal);
     let containerSpec: V1Container | undefined;
     if (pod) {
       containerSpec = getContainerSpec(pod, containerName);
@@ -937,7 +1046,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
         );
       }
     } else {
-      [pod, containerSpec] = await this.restoreSpecsFromContainerLabels(id);
+      [pod, containerSpec] = await this.restoreSpecsFromContainerLabels(id, signal);
     }
 
     let gracePeriod = GenericRuntimeManager.terminationGracePeriod(pod, containerSpec, reason);
@@ -947,29 +1056,44 @@ export class GenericRuntimeManager implements ContainerRuntime {
       this.logger.v(3).info('Killing container with a grace period override', { pod: podRef(pod), containerName, containerID: formatContainerID(id), gracePeriod });
     }
     if (containerSpec.lifecycle?.preStop && gracePeriod > 0) {
-      gracePeriod -= await this.executePreStopHook(pod, id, containerSpec, gracePeriod);
+      gracePeriod -= await this.executePreStopHook(pod, id, containerSpec, gracePeriod, signal);
+    }
+    // A sidecar waits for its turn, within what is left; the wait is truncated to whole seconds.
+    if (ordering && gracePeriod > 0) {
+      gracePeriod -= Math.trunc(await ordering.waitForTurn(containerName, gracePeriod, signal));
     }
     if (gracePeriod < MINIMUM_GRACE_PERIOD_SECONDS) gracePeriod = MINIMUM_GRACE_PERIOD_SECONDS;
     this.logger.v(2).info('Killing container with a grace period', { pod: podRef(pod), containerName, containerID: formatContainerID(id), gracePeriod });
     try {
-      await this.runtimeService.stopContainer(id.id, gracePeriod);
+      await this.runtimeService.stopContainer(id.id, gracePeriod, { signal });
     } catch (err) {
+      throwIfAborted(signal);
       if (!isNotFound(err)) {
-        this.logger.error('Container termination failed with gracePeriod', err, { pod: podRef(pod), containerName, gracePeriod });
+        this.logger.error('Container termination failed with gracePeriod', err, { pod: podRef(pod), containerName, containerID: formatContainerID(id), gracePeriod });
         throw err;
       }
     }
+    this.logger.v(3).info('Container exited normally', { pod: podRef(pod), containerName, containerID: formatContainerID(id) });
+    ordering?.containerTerminated(containerName);
   }
 
-  /** Runs the preStop hook for at most the grace period; returns the whole seconds it took. */
-  private async executePreStopHook(pod: V1Pod, id: ContainerID, container: V1Container, gracePeriod: number): Promise<number> {
+  /**
+   * Runs the preStop hook for at most the grace period; returns the whole seconds it took (Go:
+   * executePreStopHook). A hook still running when the grace period ends is abandoned; an abort of
+   * `signal` abandons it and rejects with the signal's reason.
+   */
+  private async executePreStopHook(pod: V1Pod, id: ContainerID, container: V1Container, gracePeriod: number, signal?: AbortSignal): Promise<number> {
+    this.logger.v(3).info('Running preStop hook', { pod: podRef(pod), podUID: pod.metadata?.uid, containerName: container.name, containerID: formatContainerID(id) });
     const started = this.clock.now();
     const controller = new AbortController();
+    const onAbort = (): void => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
     const hook = this.runHandler(pod, container, id, container.lifecycle!.preStop!, controller.signal).then(
       () => 'done' as const,
       (err: unknown) => {
         if (!controller.signal.aborted) {
           this.logger.error('PreStop hook failed', err, { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id) });
+          // The message may hold secrets: the event does not carry it.
           this.event(pod, 'Warning', KubeletEventReason.FailedPreStopHook, 'PreStopHook failed', container, id.id);
         }
         return 'done' as const;
@@ -979,17 +1103,24 @@ export class GenericRuntimeManager implements ContainerRuntime {
       () => 'timeout' as const,
       () => 'aborted' as const,
     );
-    const outcome = await Promise.race([hook, timeout]);
-    if (outcome === 'timeout') {
-      this.logger.v(2).info('PreStop hook not completed in grace period', { pod: podRef(pod), containerName: container.name, gracePeriod });
+    try {
+      const outcome = await Promise.race([hook, timeout]);
+      throwIfAborted(signal);
+      if (outcome === 'timeout') {
+        this.logger.v(2).info('PreStop hook not completed in grace period', { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id), gracePeriod });
+      } else {
+        this.logger.v(3).info('PreStop hook completed', { pod: podRef(pod), containerName: container.name, containerID: formatContainerID(id) });
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      controller.abort();
     }
-    controller.abort();
     return Math.floor((this.clock.now() - started) / 1000);
   }
 
   /** The parts of pod and container a kill needs, from the container's labels (Go: restoreSpecsFromContainerLabels). */
-  private async restoreSpecsFromContainerLabels(id: ContainerID): Promise<[V1Pod, V1Container]> {
-    const response = await this.runtimeService.containerStatus(id.id, false);
+  private async restoreSpecsFromContainerLabels(id: ContainerID, signal?: AbortSignal): Promise<[V1Pod, V1Container]> {
+    const response = await this.runtimeService.containerStatus(id.id, false, { signal });
     if (!response.status) throw new Error('container status is nil');
     const l = getContainerInfoFromLabels(response.status.labels);
     const a = getContainerInfoFromAnnotations(response.status.annotations);
@@ -1005,6 +1136,12 @@ export class GenericRuntimeManager implements ContainerRuntime {
 
   // ---------------------------------------------------------------------------------------------
   // Container removal
+
+  /** Hands the node's pod CIDR to the runtime's network plugin (Go: UpdatePodCIDR). */
+  async updatePodCIDR(podCIDR: string): Promise<void> {
+    this.logger.info('Updating runtime config through cri with podcidr', { CIDR: podCIDR });
+    await this.runtimeService.updateRuntimeConfig({ networkConfig: { podCidr: podCIDR } });
+  }
 
   /** Removes a container (Go: removeContainer, without log rotation cleanup). */
   async deleteContainer(id: ContainerID): Promise<void> {
@@ -1025,15 +1162,16 @@ export class GenericRuntimeManager implements ContainerRuntime {
   }
 
   /** Keeps only the newest exited instance of each init container (Go: pruneInitContainersBeforeStart). */
-  private async pruneInitContainersBeforeStart(pod: V1Pod, podStatus: PodStatus): Promise<void> {
+  private async pruneInitContainersBeforeStart(pod: V1Pod, podStatus: PodStatus, signal?: AbortSignal): Promise<void> {
     for (const name of new Set((pod.spec?.initContainers ?? []).map((c) => c.name))) {
       const instances = podStatus.containerStatuses
         .filter((s) => s.name === name && (s.state === 'exited' || s.state === 'unknown'))
         .sort((a, b) => b.createdAt - a.createdAt);
       for (const status of instances.slice(1)) {
         try {
-          await this.runtimeService.removeContainer(status.id.id);
+          await this.runtimeService.removeContainer(status.id.id, { signal });
         } catch (err) {
+          throwIfAborted(signal);
           this.logger.error('Failed to remove pod init container', err, { containerName: name, pod: podRef(pod) });
         }
       }
@@ -1041,13 +1179,14 @@ export class GenericRuntimeManager implements ContainerRuntime {
   }
 
   /** Removes every init container instance (Go: purgeInitContainers), before a new sandbox. */
-  private async purgeInitContainers(pod: V1Pod, podStatus: PodStatus): Promise<void> {
+  private async purgeInitContainers(pod: V1Pod, podStatus: PodStatus, signal?: AbortSignal): Promise<void> {
     const names = new Set((pod.spec?.initContainers ?? []).map((c) => c.name));
     for (const status of podStatus.containerStatuses) {
       if (!names.has(status.name)) continue;
       try {
-        await this.runtimeService.removeContainer(status.id.id);
+        await this.runtimeService.removeContainer(status.id.id, { signal });
       } catch (err) {
+        throwIfAborted(signal);
         this.logger.error('Failed to remove pod init container', err, { containerName: status.name, pod: podRef(pod) });
       }
     }

@@ -1,5 +1,6 @@
 // Test doubles of @kubelet-ts/runtime-manager, published as `@kubelet-ts/runtime-manager/testing`.
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { abortReason } from '@kubelet-ts/core';
 import type {
   Backoff,
   ContainerRuntime,
@@ -16,12 +17,16 @@ export interface SyncPodCall {
   podStatus: PodStatus;
   pullSecrets: V1Secret[];
   backoff: Backoff;
+  /** The signal the caller passed, if any. */
+  signal?: AbortSignal;
 }
 
 export interface KillPodCall {
   pod: V1Pod | undefined;
   runningPod: RuntimePod;
   gracePeriodOverrideSeconds?: number;
+  /** The signal the caller passed, if any. */
+  signal?: AbortSignal;
 }
 
 export type FakeRuntimeMethod = 'version' | 'status' | 'getPods' | 'getPodStatus' | 'syncPod' | 'killPod';
@@ -134,18 +139,25 @@ export class FakeContainerRuntime implements ContainerRuntime {
     return { id: uid, name, namespace, ips: [], containerStatuses: [], sandboxStatuses: [], timestamp: this.now() };
   }
 
-  async syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff): Promise<PodSyncResult> {
+  /** Records the call; a signal already aborted rejects with its reason, as the real runtime manager does. */
+  async syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff, options?: { signal?: AbortSignal }): Promise<PodSyncResult> {
     const call: SyncPodCall = { pod, podStatus, pullSecrets, backoff };
+    if (options?.signal) call.signal = options.signal;
     this.syncPodCalls.push(call);
     this.record('syncPod');
+    if (options?.signal?.aborted) throw abortReason(options.signal);
     const result = typeof this.syncPodResult === 'function' ? await this.syncPodResult(call) : structuredClone(this.syncPodResult);
     if (this.simulate) this.simulateRunning(pod);
     return result;
   }
 
-  async killPod(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number): Promise<void> {
-    this.killPodCalls.push({ pod, runningPod, gracePeriodOverrideSeconds });
+  /** Records the call; a signal already aborted rejects with its reason, as the real runtime manager does. */
+  async killPod(pod: V1Pod | undefined, runningPod: RuntimePod, gracePeriodOverrideSeconds?: number, options?: { signal?: AbortSignal }): Promise<void> {
+    const call: KillPodCall = { pod, runningPod, gracePeriodOverrideSeconds };
+    if (options?.signal) call.signal = options.signal;
+    this.killPodCalls.push(call);
     this.record('killPod');
+    if (options?.signal?.aborted) throw abortReason(options.signal);
     if (this.simulate) this.simulateKilled(runningPod.id);
   }
 
@@ -181,7 +193,8 @@ export class FakeContainerRuntime implements ContainerRuntime {
       id: uid,
       name: pod.metadata?.name ?? '',
       namespace: pod.metadata?.namespace ?? '',
-      ips: ['10.0.0.1'],
+      // A host-network sandbox has no IP of its own, as with real runtimes: the kubelet reports the node's.
+      ips: pod.spec?.hostNetwork ? [] : ['10.0.0.1'],
       containerStatuses,
       sandboxStatuses: sandboxReady
         ? existing!.sandboxStatuses
@@ -194,7 +207,7 @@ export class FakeContainerRuntime implements ContainerRuntime {
               attempt: 0,
               state: 'SANDBOX_READY',
               createdAt: now,
-              ip: '10.0.0.1',
+              ip: pod.spec?.hostNetwork ? '' : '10.0.0.1',
               labels: {},
               annotations: {},
             },

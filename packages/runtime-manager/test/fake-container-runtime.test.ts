@@ -71,3 +71,27 @@ t.test('simulate: syncPod makes the pod run, killPod stops it', async (t) => {
   t.same(await runtime.getPods(false), []);
   t.equal((await runtime.getPods(true)).length, 1);
 });
+
+t.test('simulate: a host-network pod reports no pod IP of its own, as real runtimes', async (t) => {
+  const runtime = new FakeContainerRuntime({ simulate: true, now: () => 1000 });
+  await runtime.syncPod(makePod({ hostNetwork: true }), await runtime.getPodStatus('uid-1', 'web', 'default'), [], containerRestartBackoff());
+  const status = await runtime.getPodStatus('uid-1', 'web', 'default');
+  t.same(status.ips, []);
+  t.equal(status.sandboxStatuses[0].ip, '');
+  await runtime.syncPod(makePod({ uid: 'uid-2' }), await runtime.getPodStatus('uid-2', 'web', 'default'), [], containerRestartBackoff());
+  t.same((await runtime.getPodStatus('uid-2', 'web', 'default')).ips, ['10.0.0.1']);
+});
+
+t.test('the signal of syncPod and killPod is recorded; an aborted one rejects with its reason', async (t) => {
+  const runtime = new FakeContainerRuntime();
+  const controller = new AbortController();
+  const pod = makePod();
+  await runtime.syncPod(pod, await runtime.getPodStatus('uid-1', 'web', 'default'), [], containerRestartBackoff(), { signal: controller.signal });
+  t.equal(runtime.syncPodCalls[0].signal, controller.signal);
+  const reason = new DOMException('shortened', 'AbortError');
+  controller.abort(reason);
+  const runningPod = { id: 'uid-1', name: 'web', namespace: 'default', createdAt: 0, containers: [], sandboxes: [] };
+  await t.rejects(runtime.killPod(pod, runningPod, 1, { signal: controller.signal }), reason);
+  t.equal(runtime.killPodCalls[0].signal, controller.signal);
+  t.equal(runtime.killPodCalls[0].gracePeriodOverrideSeconds, 1);
+});

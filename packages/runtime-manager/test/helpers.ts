@@ -67,6 +67,22 @@ export class MemFs implements RuntimeFs {
     return data.subarray(Math.max(0, data.length - maxBytes));
   }
 
+  /** The mode each file was last written with. */
+  readonly modes = new Map<string, number>();
+
+  async readFile(path: string): Promise<Buffer> {
+    const data = this.files.get(path);
+    if (!data) throw Object.assign(new Error(`open ${path}: no such file or directory`), { code: 'ENOENT' });
+    return Buffer.from(data);
+  }
+
+  async writeFile(path: string, data: Buffer | string, mode: number): Promise<void> {
+    const dir = path.slice(0, path.lastIndexOf('/')) || '/';
+    if (dir !== '/' && !this.dirs.has(dir)) throw Object.assign(new Error(`open ${path}: no such file or directory`), { code: 'ENOENT' });
+    this.files.set(path, Buffer.from(data));
+    this.modes.set(path, mode);
+  }
+
   write(path: string, text: string): void {
     this.files.set(path, Buffer.from(text));
     const dir = path.slice(0, path.lastIndexOf('/'));

@@ -98,16 +98,6 @@ t.test('a preStop hook longer than the grace period is cut off', async (t) => {
   t.equal(s.clock.pendingTimers(), 0);
 });
 
-t.test('httpGet preStop hooks are not supported yet: logged, the container is still stopped', async (t) => {
-  const s = setup();
-  const pod = makePod({ containers: [{ name: 'app', lifecycle: { preStop: { httpGet: { path: '/drain', port: 8080 } } } }] });
-  const running = await runningPodFor(s, pod);
-  await s.manager.killPod(pod, running);
-  t.match(s.logger.find('PreStop hook failed')?.err, { message: /httpGet lifecycle hooks are not supported yet/ });
-  t.ok(s.recorder.events.some((e) => e.reason === 'FailedPreStopHook'));
-  t.same(stopCalls(s.runtime).length, 1);
-});
-
 t.test('KillPod reports failures; NotFound containers and sandboxes are fine', async (t) => {
   const s = setup();
   const pod = makePod();
@@ -257,4 +247,12 @@ t.test('generatePodStatus builds a status from a container event', async (t) => 
   });
   t.match(status, { id: 'uid-1', name: 'web', namespace: 'default', ips: ['192.168.192.168'] });
   t.same(status.containerStatuses.map((c) => `${c.name}:${c.state}`), ['app:running']);
+});
+
+t.test('updatePodCIDR hands the CIDR to the runtime with UpdateRuntimeConfig (Go: UpdatePodCIDR)', async (t) => {
+  const s = setup();
+  await s.manager.updatePodCIDR('10.244.1.0/24,fd00:1::/64');
+  const calls = s.runtime.calls.filter((c) => c.method === 'updateRuntimeConfig');
+  t.same(calls.map((c) => c.args[0]), [{ networkConfig: { podCidr: '10.244.1.0/24,fd00:1::/64' } }]);
+  t.ok(s.logger.find('Updating runtime config through cri with podcidr'));
 });

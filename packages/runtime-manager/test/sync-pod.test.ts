@@ -304,7 +304,7 @@ t.test('configMap references without a source are CreateContainerConfigError; wi
   }
 });
 
-t.test('mountsFor adds volume mounts; a kubelet root adds the termination-log mount', async (t) => {
+t.test('mountsFor adds volume mounts; a kubelet root adds /etc/hosts and the termination-log mount after them', async (t) => {
   const { manager, runtime, backoff, fs } = setup({
     mountsFor: (_pod, container) => [{ containerPath: '/data', hostPath: `/vols/${container.name}`, readonly: true }],
     kubeletRootDirectory: '/var/lib/kubelet',
@@ -312,10 +312,12 @@ t.test('mountsFor adds volume mounts; a kubelet root adds the termination-log mo
   const pod = makePod({ containers: [{ name: 'app', terminationMessagePath: '/dev/termination-log' }] });
   await manager.syncPod(pod, await manager.getPodStatus('uid-1', 'web', 'default'), [], backoff);
   const mounts = createCalls(runtime)[0][1].mounts!;
+  t.equal(mounts.length, 3);
   t.same(mounts[0], { containerPath: '/data', hostPath: '/vols/app', readonly: true });
-  t.match(mounts[1].hostPath, /^\/var\/lib\/kubelet\/pods\/uid-1\/containers\/app\/[0-9a-f]{8}$/);
-  t.equal(mounts[1].containerPath, '/dev/termination-log');
-  t.ok(fs.files.has(mounts[1].hostPath!), 'termination-log file created');
+  t.same(mounts[1], { containerPath: '/etc/hosts', hostPath: '/var/lib/kubelet/pods/uid-1/etc-hosts', readonly: false, selinuxRelabel: true });
+  t.match(mounts[2].hostPath, /^\/var\/lib\/kubelet\/pods\/uid-1\/containers\/app\/[0-9a-f]{8}$/);
+  t.equal(mounts[2].containerPath, '/dev/termination-log');
+  t.ok(fs.files.has(mounts[2].hostPath!), 'termination-log file created');
 });
 
 t.test('a postStart hook failure kills the container and reports PostStartHookError', async (t) => {

@@ -85,3 +85,59 @@ type Json = Record<string, any>;
 export const condition = (obj: Json | undefined, type: string): Json | undefined => obj?.status?.conditions?.find((c: Json) => c.type === type);
 
 export const isPodReady = (pod: Json | undefined): boolean => condition(pod, 'Ready')?.status === 'True';
+
+/** A pod that prints what the kubelet gave its container (environment, resolver and hosts files), then exits. */
+export function printEnvironmentPod(name: string, namespace: string, image: string): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace },
+    spec: {
+      restartPolicy: 'Never',
+      hostAliases: [{ ip: '192.0.2.7', hostnames: ['printer.example'] }],
+      containers: [
+        {
+          name: 'app',
+          image,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sh', '-c', 'env | sort; echo ---resolv.conf; cat /etc/resolv.conf; echo ---hosts; cat /etc/hosts; echo ---hostname; hostname'],
+          env: [{ name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } }],
+        },
+      ],
+    },
+  };
+}
+
+/** A pod whose readiness probe passes only after `delaySeconds`: Running but not Ready until then. */
+export function lateReadinessPod(name: string, namespace: string, image: string, delaySeconds: number): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace },
+    spec: {
+      terminationGracePeriodSeconds: 5,
+      containers: [
+        {
+          name: 'app',
+          image,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sh', '-c', `sleep ${delaySeconds}; touch /tmp/ready; ${sleepForever}`],
+          readinessProbe: { exec: { command: ['cat', '/tmp/ready'] }, periodSeconds: 1 },
+        },
+      ],
+    },
+  };
+}
+
+/** A pod whose container ignores SIGTERM, so stopping it takes its whole grace period. */
+export function stubbornPod(name: string, namespace: string, image: string, graceSeconds: number): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace },
+    spec: {
+      terminationGracePeriodSeconds: graceSeconds,
+      containers: [{ name: 'app', image, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', "trap '' TERM; while true; do sleep 1; done"] }],
+    },
+  };
+}

@@ -3,7 +3,7 @@
 // build on each other, as a node's life does: register, run a Deployment, restart a container, scale down, survive
 // kubelet restarts and crashes and an API server restart, then clean up.
 import t from 'tap';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
@@ -17,7 +17,7 @@ import {
   unmountAndRemove,
   waitFor,
 } from '../src/index.js';
-import { condition, httpDeployment, isPodReady, livenessOncePod, staticPod } from '../src/workloads.js';
+import { condition, httpDeployment, isPodReady, lateReadinessPod, livenessOncePod, printEnvironmentPod, staticPod, stubbornPod } from '../src/workloads.js';
 
 type Json = Record<string, any>;
 
@@ -37,7 +37,17 @@ writeFileSync(join(manifests, 'static-web.json'), JSON.stringify(staticPod('stat
 const mirrorName = `static-web-${NODE}`;
 const kubeconfig = await nodeKubeconfig(NODE);
 
-const startKubelet = () => KubeletProcess.startOurs({ node: NODE, kubeconfig, runtimeEndpoint: containerd.endpoint, dir, staticPodPath: manifests });
+/** The cluster DNS service IP the kubelet hands to ClusterFirst pods (a kube-dns address in the cluster's service range). */
+const CLUSTER_DNS = '10.96.0.10';
+const startKubelet = () =>
+  KubeletProcess.startOurs({
+    node: NODE,
+    kubeconfig,
+    runtimeEndpoint: containerd.endpoint,
+    dir,
+    staticPodPath: manifests,
+    extraArgs: [`--cluster-dns=${CLUSTER_DNS}`, '--cluster-domain=cluster.local'],
+  });
 let kubelet = startKubelet();
 const kubeletLog = () => kubelet.logTail();
 
@@ -62,6 +72,13 @@ const eventsFor = async (name: string, namespace = NS): Promise<Json[]> =>
   (await kubectl.json(['get', 'events', '-n', namespace, '--field-selector', `involvedObject.name=${name}`])).items;
 const containerIdsOf = (pod: Json | undefined) => (pod?.status?.containerStatuses ?? []).map((c: Json) => c.containerID).sort();
 const restartsOf = (pod: Json | undefined) => (pod?.status?.containerStatuses ?? []).map((c: Json) => c.restartCount);
+/** What a container wrote to stdout, from the CRI log file the kubelet's runtime writes (kubectl logs is issue 13's). */
+const containerOutput = (pod: Json, container: string): string =>
+  readFileSync(join(dir, 'pod-logs', `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`, container, '0.log'), 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.split(' ').slice(3).join(' '))
+    .join('\n');
 
 await t.test('the node registers, turns Ready and renews its lease', async (t) => {
   const node = await waitFor('node Ready', async () => nodeReady(await getNode())?.status === 'True' && getNode(), 60_000, kubeletLog);
@@ -105,6 +122,7 @@ await t.test('a Deployment of 3 runs with pod IPs, and readiness turns its pods 
   });
   const web = await pods('app=web');
   t.equal(web.length, 3, '3 pods');
+  const internalIP = (await getNode())?.status.addresses.find((a: Json) => a.type === 'InternalIP')?.address;
   const ips = new Set<string>();
   for (const pod of web) {
     t.equal(pod.spec.nodeName, NODE, `${pod.metadata.name} scheduled to the node`);
@@ -112,6 +130,7 @@ await t.test('a Deployment of 3 runs with pod IPs, and readiness turns its pods 
     t.ok(isPodReady(pod), `${pod.metadata.name} Ready`);
     t.ok(pod.status.containerStatuses[0].ready && pod.status.containerStatuses[0].started, 'container ready and started');
     t.match(pod.status.podIP, /^10\.88\./, `${pod.metadata.name} has a pod IP from the bridge CNI (${pod.status.podIP})`);
+    t.equal(pod.status.hostIP, internalIP, `${pod.metadata.name} reports the node's InternalIP as its hostIP`);
     ips.add(pod.status.podIP);
     const response = await fetch(`http://${pod.status.podIP}:8080/index.html`);
     t.equal((await response.text()).trim(), 'ok', `${pod.metadata.name} serves on its pod IP`);
@@ -154,6 +173,74 @@ await t.test('a failing liveness probe restarts the container', async (t) => {
   t.equal(unhealthy.source?.component, 'kubelet');
   t.equal(unhealthy.source?.host, NODE);
   t.match(events.find((e) => e.reason === 'Killing')!.message, 'Container app failed liveness probe, will be restarted');
+});
+
+await t.test('a pod sees the service environment variables, the cluster DNS, its host aliases and the host IP', async (t) => {
+  await kubectl.apply({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web', namespace: NS },
+    spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+  });
+  const service = await kubectl.json(['get', 'service', '-n', NS, 'web']);
+  const kubernetes = await kubectl.json(['get', 'service', '-n', 'default', 'kubernetes']);
+  await kubectl.apply(printEnvironmentPod('printer', NS, containerd.busyboxImage));
+  const pod = await waitFor('the printer pod Succeeded', async () => {
+    const p = await getPod('printer');
+    return p?.status?.phase === 'Succeeded' && p;
+  }, 60_000, kubeletLog);
+  const output = containerOutput(pod, 'app');
+  const [env, rest] = output.split('---resolv.conf');
+  const [resolv, hostsAndName] = rest.split('---hosts');
+  const [hosts, hostname] = hostsAndName.split('---hostname');
+  const vars = new Map(env.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+  t.equal(vars.get('KUBERNETES_SERVICE_HOST'), kubernetes.spec.clusterIP, 'KUBERNETES_SERVICE_HOST');
+  t.equal(vars.get('KUBERNETES_SERVICE_PORT'), '443', 'KUBERNETES_SERVICE_PORT');
+  t.equal(vars.get('KUBERNETES_PORT'), `tcp://${kubernetes.spec.clusterIP}:443`, 'docker-link KUBERNETES_PORT');
+  t.equal(vars.get('WEB_SERVICE_HOST'), service.spec.clusterIP, 'the namespace\'s service: WEB_SERVICE_HOST');
+  t.equal(vars.get('WEB_SERVICE_PORT_HTTP'), '80', 'named port: WEB_SERVICE_PORT_HTTP');
+  t.equal(vars.get('WEB_PORT_80_TCP_ADDR'), service.spec.clusterIP, 'WEB_PORT_80_TCP_ADDR');
+  const internalIP = (await getNode())?.status.addresses.find((a: Json) => a.type === 'InternalIP')?.address;
+  t.equal(vars.get('HOST_IP'), internalIP, 'the downward API status.hostIP');
+  t.equal(pod.status.hostIP, internalIP, 'status.hostIP');
+  t.match(resolv, new RegExp(`^nameserver ${CLUSTER_DNS.replace(/\./g, '\\.')}$`, 'm'), 'the cluster DNS server');
+  t.match(resolv, new RegExp(`^search ${NS}\\.svc\\.cluster\\.local svc\\.cluster\\.local cluster\\.local`, 'm'), 'ClusterFirst search path');
+  t.match(resolv, /^options ndots:5$/m, 'ndots:5');
+  t.match(hosts, /^# Kubernetes-managed hosts file\.$/m, 'the kubelet-managed /etc/hosts');
+  t.match(hosts, new RegExp(`^${pod.status.podIP.replace(/\./g, '\\.')}\\tprinter$`, 'm'), 'the pod IP and hostname');
+  t.match(hosts, /^192\.0\.2\.7\tprinter\.example$/m, 'the host alias');
+  t.equal(hostname.trim(), 'printer', 'the hostname');
+});
+
+await t.test('an unready readiness probe keeps a pod out of Ready until the probe passes', async (t) => {
+  await kubectl.apply(lateReadinessPod('late', NS, containerd.busyboxImage, 8));
+  const running = await waitFor('the pod Running', async () => {
+    const p = await getPod('late');
+    return p?.status?.phase === 'Running' && p;
+  }, 60_000, kubeletLog);
+  t.equal(condition(running, 'Ready')?.status, 'False', 'Running but not Ready before the probe passed');
+  t.equal(running.status.containerStatuses[0].ready, false, 'the container is not ready');
+  const ready = await waitFor('the pod Ready once its probe passes', async () => {
+    const p = await getPod('late');
+    return isPodReady(p) && p;
+  }, 60_000, kubeletLog);
+  const became = Date.parse(condition(ready, 'Ready')?.lastTransitionTime);
+  const started = Date.parse(ready.status.containerStatuses[0].state.running.startedAt);
+  t.ok(became - started >= 7_000, `Ready only after the probe could pass (${became - started} ms after the container started)`);
+  await kubectl.run(['delete', 'pod', '-n', NS, 'late', '--wait=false']);
+});
+
+await t.test('a second delete with --grace-period=1 ends a 30 s stop at once', async (t) => {
+  await kubectl.apply(stubbornPod('stubborn', NS, containerd.busyboxImage, 30));
+  await waitFor('the stubborn pod Running', async () => (await getPod('stubborn'))?.status?.phase === 'Running', 60_000, kubeletLog);
+  const deleted = Date.now();
+  await kubectl.run(['delete', 'pod', '-n', NS, 'stubborn', '--wait=false']);
+  await waitFor('the kubelet stopping it (Killing)', async () => (await eventsFor('stubborn')).some((e) => e.reason === 'Killing'), 30_000, kubeletLog);
+  t.ok(await getPod('stubborn'), 'the pod waits out its 30 s grace period');
+  await kubectl.run(['delete', 'pod', '-n', NS, 'stubborn', '--grace-period=1', '--wait=false']);
+  await waitFor('the pod gone', async () => (await getPod('stubborn')) === undefined, 25_000, kubeletLog);
+  t.ok(Date.now() - deleted < 30_000, `gone ${Date.now() - deleted} ms after the first delete, before its 30 s grace period ended`);
+  t.equal((await containersOf('stubborn')).filter((c) => c.state === 'CONTAINER_RUNNING').length, 0, 'its container stopped');
 });
 
 await t.test('scaling the Deployment to 1 stops two pods within their grace period', async (t) => {
@@ -254,7 +341,7 @@ await t.test("kubectl get events shows the kubelet's events", async (t) => {
 
 await t.test('deleting the Deployment and the pods removes them; removing the manifest removes the static pod', async (t) => {
   const web = await pods('app=web');
-  await kubectl.run(['delete', '-n', NS, 'deployment/web', 'pod/liveness', '--wait=false']);
+  await kubectl.run(['delete', '-n', NS, 'deployment/web', 'pod/liveness', 'pod/printer', 'service/web', '--wait=false']);
   await waitFor('every pod of the namespace gone', async () => (await kubectl.json(['get', 'pods', '-n', NS])).items.length === 0, 60_000, kubeletLog);
   for (const pod of [...web.map((p) => p.metadata.name), 'liveness']) {
     t.equal((await containersOf(pod)).filter((c) => c.state === 'CONTAINER_RUNNING').length, 0, `no container of ${pod} still runs`);

@@ -2,9 +2,13 @@ import { criError, type CriErrorCode } from '../errors.js';
 import type * as api from '../runtimeapi.js';
 import type { CallOptions, ExecSyncResult, ImageService, RuntimeService } from '../services.js';
 
-/** Anything with `now()` in ms: a core Clock or FakeClock fits. */
+/**
+ * Anything with `now()` in ms: a core Clock or FakeClock fits. Its `setTimeout`, when present, times
+ * the fakes' slow operations (graceful stops, slow pulls); without it they use the process timers.
+ */
 export interface NowSource {
   now(): number;
+  setTimeout?(fn: () => void, ms: number): { cancel(): void };
 }
 
 export interface RecordedCall {
@@ -79,8 +83,66 @@ export abstract class FakeBase {
     this.recorder.clearErrors();
   }
 
-  protected record(method: string, args: unknown[]): void {
+  /**
+   * Records a call and raises an injected error. A call whose signal is already aborted never reaches
+   * the runtime: it fails with the Canceled error the gRPC client gives, and is not recorded.
+   */
+  protected record(method: string, args: unknown[], options?: CallOptions): void {
+    if (options?.signal?.aborted) throw this.canceled(method, options.signal);
     this.recorder.record(method, args);
+  }
+
+  /** The error a cancelled call fails with, as RemoteRuntimeService/RemoteImageService give it. */
+  protected canceled(method: string, signal: AbortSignal): Error {
+    const reason: unknown = signal.reason;
+    const details = reason instanceof Error ? reason.message : 'the call was canceled before it started';
+    return criError({ rpc: `${this.service}/${rpcName(method)}`, code: 'Canceled', details, cause: reason });
+  }
+
+  /** Schedules fn on the injected clock when it has timers, else on the process timers. */
+  protected schedule(fn: () => void, ms: number): { cancel(): void } {
+    if (this.clock.setTimeout) return this.clock.setTimeout(fn, ms);
+    const timer = setTimeout(fn, Math.max(0, ms));
+    return { cancel: () => clearTimeout(timer) };
+  }
+
+  /**
+   * Settles with `work`, unless the call's signal aborts first: then it rejects with the Canceled
+   * error at once and `onAbort` runs (to drop what the call was waiting for).
+   */
+  protected abortable<T>(method: string, work: Promise<T>, options?: CallOptions, onAbort?: () => void): Promise<T> {
+    const signal = options?.signal;
+    if (!signal) return work;
+    if (signal.aborted) {
+      onAbort?.();
+      return Promise.reject(this.canceled(method, signal));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const abort = (): void => {
+        onAbort?.();
+        reject(this.canceled(method, signal));
+      };
+      signal.addEventListener('abort', abort, { once: true });
+      work.then(
+        (value) => {
+          signal.removeEventListener('abort', abort);
+          resolve(value);
+        },
+        (err: unknown) => {
+          signal.removeEventListener('abort', abort);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  /** Resolves after ms on the clock; rejects with the Canceled error when the call's signal aborts. */
+  protected delay(method: string, ms: number, options?: CallOptions): Promise<void> {
+    let timer: { cancel(): void } | undefined;
+    const done = new Promise<void>((resolve) => {
+      timer = this.schedule(resolve, ms);
+    });
+    return this.abortable(method, done, options, () => timer?.cancel());
   }
 
   protected nowNanos(): number {
@@ -108,6 +170,30 @@ export interface FakeContainer {
   config: api.ContainerConfigInit;
 }
 
+/**
+ * How a container's process reacts to StopContainer's stop signal (SIGTERM): it exits `exitAfterMs`
+ * later with `exitCode` (default 0), or never (`Infinity`: it ignores SIGTERM); StopContainer kills it
+ * (exit code 137) when its timeout runs out first.
+ */
+export interface FakeStopBehavior {
+  exitAfterMs: number;
+  exitCode?: number;
+}
+
+/** A container being stopped: the graceful exit timer and the StopContainer calls waiting for the exit. */
+interface Stopping {
+  exitTimer?: { cancel(): void };
+  waiters: Set<{ resolve(): void; killTimer?: { cancel(): void } }>;
+}
+
+/** The answer of ExecSync for a container: fixed, or a function of the command (which may take time). */
+export type FakeExecResult =
+  | ExecSyncResult
+  | ((cmd: string[], signal?: AbortSignal) => ExecSyncResult | Promise<ExecSyncResult>);
+
+/** `stopContainer` -> `StopContainer`, the RPC name errors carry. */
+const rpcName = (method: string): string => method.charAt(0).toUpperCase() + method.slice(1);
+
 const labelsMatch = (labels: Record<string, string>, selector: Record<string, string> | undefined) =>
   !selector || Object.entries(selector).every(([key, value]) => labels[key] === value);
 
@@ -130,13 +216,21 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
   readonly sandboxes = new Map<string, FakeSandbox>();
   readonly containers = new Map<string, FakeContainer>();
   /** What ExecSync answers, by container id; default: empty output, exit code 0. */
-  readonly execResults = new Map<string, ExecSyncResult | ((cmd: string[]) => ExecSyncResult)>();
+  readonly execResults = new Map<string, FakeExecResult>();
+  /**
+   * How containers react to StopContainer, by container id or container name (the id wins). Without
+   * an entry a container exits at once with 137, as if killed.
+   */
+  readonly stopBehaviors = new Map<string, FakeStopBehavior>();
+  private readonly stopping = new Map<string, Stopping>();
   runtimeConditions: api.RuntimeCondition[] = [
     { type: 'RuntimeReady', status: true, reason: '', message: '' },
     { type: 'NetworkReady', status: true, reason: '', message: '' },
   ];
   versionResponse: api.VersionResponse = { version: '0.1.0', runtimeName: 'fakeRuntime', runtimeVersion: '0.1.0', runtimeApiVersion: 'v1' };
   podCidr = '';
+  /** The IP new pod-network sandboxes get; host-network ones get none. */
+  podSandboxIp = '192.168.192.168';
   private readonly eventStreams = new Set<{ push(event: api.ContainerEventResponse): void; end(): void }>();
 
   constructor(clock?: NowSource) {
@@ -154,17 +248,18 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
       status.finishedAt = this.nowNanos();
       status.exitCode = exitCode;
       status.reason = reason || (exitCode === 0 ? 'Completed' : 'Error');
+      this.finishStopping(id);
     }
     this.emit(id, state === 'CONTAINER_RUNNING' ? 'CONTAINER_STARTED_EVENT' : state === 'CONTAINER_EXITED' ? 'CONTAINER_STOPPED_EVENT' : 'CONTAINER_CREATED_EVENT');
   }
 
-  async version(apiVersion: string, _options?: CallOptions): Promise<api.VersionResponse> {
-    this.record('version', [apiVersion]);
+  async version(apiVersion: string, options?: CallOptions): Promise<api.VersionResponse> {
+    this.record('version', [apiVersion], options);
     return { ...this.versionResponse };
   }
 
-  async runPodSandbox(config: api.PodSandboxConfigInit, runtimeHandler = '', _options?: CallOptions): Promise<string> {
-    this.record('runPodSandbox', [config, runtimeHandler]);
+  async runPodSandbox(config: api.PodSandboxConfigInit, runtimeHandler = '', options?: CallOptions): Promise<string> {
+    this.record('runPodSandbox', [config, runtimeHandler], options);
     const id = buildSandboxName(config.metadata);
     const metadata = config.metadata ?? {};
     const namespaces = config.linux?.securityContext?.namespaceOptions as
@@ -178,7 +273,7 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
         state: 'SANDBOX_READY',
         createdAt: this.nowNanos(),
         // As real runtimes: a host-network sandbox reports no IP of its own.
-        network: { ip: namespaces?.network === 'NODE' ? '' : '192.168.192.168', additionalIps: [] },
+        network: { ip: namespaces?.network === 'NODE' ? '' : this.podSandboxIp, additionalIps: [] },
         linux: {
           namespaces: {
             options: {
@@ -198,8 +293,8 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     return id;
   }
 
-  async stopPodSandbox(podSandboxId: string, _options?: CallOptions): Promise<void> {
-    this.record('stopPodSandbox', [podSandboxId]);
+  async stopPodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
+    this.record('stopPodSandbox', [podSandboxId], options);
     const entry = this.sandboxes.get(podSandboxId);
     if (!entry) return; // idempotent, as the CRI requires
     entry.status.state = 'SANDBOX_NOTREADY';
@@ -208,26 +303,27 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     }
   }
 
-  async removePodSandbox(podSandboxId: string, _options?: CallOptions): Promise<void> {
-    this.record('removePodSandbox', [podSandboxId]);
+  async removePodSandbox(podSandboxId: string, options?: CallOptions): Promise<void> {
+    this.record('removePodSandbox', [podSandboxId], options);
     for (const [id, c] of this.containers) {
       if (c.sandboxId === podSandboxId) {
         this.containers.delete(id);
+        this.finishStopping(id);
         this.emit(id, 'CONTAINER_DELETED_EVENT', c);
       }
     }
     this.sandboxes.delete(podSandboxId);
   }
 
-  async podSandboxStatus(podSandboxId: string, verbose = false, _options?: CallOptions): Promise<api.PodSandboxStatusResponse> {
-    this.record('podSandboxStatus', [podSandboxId, verbose]);
+  async podSandboxStatus(podSandboxId: string, verbose = false, options?: CallOptions): Promise<api.PodSandboxStatusResponse> {
+    this.record('podSandboxStatus', [podSandboxId, verbose], options);
     const entry = this.sandboxes.get(podSandboxId);
     if (!entry) throw this.notFound('PodSandboxStatus', 'pod sandbox', podSandboxId);
     return { status: structuredClone(entry.status), info: {}, containersStatuses: [], timestamp: this.nowNanos() };
   }
 
-  async listPodSandbox(filter?: api.PodSandboxFilterInit, _options?: CallOptions): Promise<api.PodSandbox[]> {
-    this.record('listPodSandbox', [filter]);
+  async listPodSandbox(filter?: api.PodSandboxFilterInit, options?: CallOptions): Promise<api.PodSandbox[]> {
+    this.record('listPodSandbox', [filter], options);
     const result: api.PodSandbox[] = [];
     for (const { status, runtimeHandler } of this.sandboxes.values()) {
       if (filter?.id && filter.id !== status.id) continue;
@@ -250,9 +346,9 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     podSandboxId: string,
     config: api.ContainerConfigInit,
     sandboxConfig: api.PodSandboxConfigInit,
-    _options?: CallOptions,
+    options?: CallOptions,
   ): Promise<string> {
-    this.record('createContainer', [podSandboxId, config, sandboxConfig]);
+    this.record('createContainer', [podSandboxId, config, sandboxConfig], options);
     if (!this.sandboxes.has(podSandboxId)) throw this.notFound('CreateContainer', 'pod sandbox', podSandboxId);
     const id = buildContainerName(config.metadata, podSandboxId);
     const image = config.image?.image ?? '';
@@ -295,29 +391,85 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     return id;
   }
 
-  async startContainer(containerId: string, _options?: CallOptions): Promise<void> {
-    this.record('startContainer', [containerId]);
+  async startContainer(containerId: string, options?: CallOptions): Promise<void> {
+    this.record('startContainer', [containerId], options);
     if (!this.containers.has(containerId)) throw this.notFound('StartContainer', 'container', containerId);
     this.setContainerState(containerId, 'CONTAINER_RUNNING');
   }
 
-  async stopContainer(containerId: string, timeoutSeconds: number, _options?: CallOptions): Promise<void> {
-    this.record('stopContainer', [containerId, timeoutSeconds]);
-    const entry = this.containers.get(containerId);
-    if (!entry) throw this.notFound('StopContainer', 'container', containerId);
-    if (entry.status.state === 'CONTAINER_RUNNING') this.setContainerState(containerId, 'CONTAINER_EXITED', 137);
+  /** Makes a container ignore SIGTERM: StopContainer only ends it when its timeout runs out. */
+  ignoreSigterm(idOrName: string): void {
+    this.stopBehaviors.set(idOrName, { exitAfterMs: Infinity });
   }
 
-  async removeContainer(containerId: string, _options?: CallOptions): Promise<void> {
-    this.record('removeContainer', [containerId]);
+  /**
+   * Stops a running container as a runtime does: the stop signal first, then, when the container has
+   * not exited `timeoutSeconds` later (on the injected clock), SIGKILL (exit code 137). Without a stop
+   * behavior the container exits at once. Several calls may wait on one container; the first deadline
+   * to pass kills it and every call returns. An aborted call returns at once (Canceled) and its
+   * deadline is dropped, as when the kubelet cancels the RPC.
+   */
+  async stopContainer(containerId: string, timeoutSeconds: number, options?: CallOptions): Promise<void> {
+    this.record('stopContainer', [containerId, timeoutSeconds], options);
+    const entry = this.containers.get(containerId);
+    if (!entry) throw this.notFound('StopContainer', 'container', containerId);
+    if (entry.status.state !== 'CONTAINER_RUNNING') return;
+    const behavior = this.stopBehaviors.get(containerId) ?? this.stopBehaviors.get(entry.status.metadata?.name ?? '');
+    if (!behavior || timeoutSeconds <= 0) {
+      this.setContainerState(containerId, 'CONTAINER_EXITED', 137);
+      return;
+    }
+    let stopping = this.stopping.get(containerId);
+    if (!stopping) {
+      const started: Stopping = { waiters: new Set() };
+      this.stopping.set(containerId, started);
+      stopping = started;
+      if (Number.isFinite(behavior.exitAfterMs)) {
+        started.exitTimer = this.schedule(() => this.exitIfRunning(containerId, behavior.exitCode ?? 0), behavior.exitAfterMs);
+      }
+    }
+    const waiters = stopping.waiters;
+    const waiter: { resolve(): void; killTimer?: { cancel(): void } } = { resolve: () => undefined };
+    const exited = new Promise<void>((resolve) => {
+      waiter.resolve = resolve;
+    });
+    waiter.killTimer = this.schedule(() => this.exitIfRunning(containerId, 137), timeoutSeconds * 1000);
+    waiters.add(waiter);
+    await this.abortable('stopContainer', exited, options, () => {
+      waiter.killTimer?.cancel();
+      waiters.delete(waiter);
+    });
+  }
+
+  private exitIfRunning(containerId: string, exitCode: number): void {
+    const entry = this.containers.get(containerId);
+    if (entry?.status.state === 'CONTAINER_RUNNING') this.setContainerState(containerId, 'CONTAINER_EXITED', exitCode);
+    else this.finishStopping(containerId);
+  }
+
+  /** The container exited (or is gone): every StopContainer waiting on it returns, no timer is left. */
+  private finishStopping(containerId: string): void {
+    const stopping = this.stopping.get(containerId);
+    if (!stopping) return;
+    this.stopping.delete(containerId);
+    stopping.exitTimer?.cancel();
+    for (const waiter of stopping.waiters) {
+      waiter.killTimer?.cancel();
+      waiter.resolve();
+    }
+  }
+
+  async removeContainer(containerId: string, options?: CallOptions): Promise<void> {
+    this.record('removeContainer', [containerId], options);
     const entry = this.containers.get(containerId);
     if (!entry) return;
     this.containers.delete(containerId);
+    this.finishStopping(containerId);
     this.emit(containerId, 'CONTAINER_DELETED_EVENT', entry);
   }
 
-  async listContainers(filter?: api.ContainerFilterInit, _options?: CallOptions): Promise<api.Container[]> {
-    this.record('listContainers', [filter]);
+  async listContainers(filter?: api.ContainerFilterInit, options?: CallOptions): Promise<api.Container[]> {
+    this.record('listContainers', [filter], options);
     const result: api.Container[] = [];
     for (const { status, sandboxId } of this.containers.values()) {
       if (filter?.id && filter.id !== status.id) continue;
@@ -340,8 +492,8 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     return result;
   }
 
-  async containerStatus(containerId: string, verbose = false, _options?: CallOptions): Promise<api.ContainerStatusResponse> {
-    this.record('containerStatus', [containerId, verbose]);
+  async containerStatus(containerId: string, verbose = false, options?: CallOptions): Promise<api.ContainerStatusResponse> {
+    this.record('containerStatus', [containerId, verbose], options);
     const entry = this.containers.get(containerId);
     if (!entry) throw this.notFound('ContainerStatus', 'container', containerId);
     return { status: structuredClone(entry.status), info: {} };
@@ -350,37 +502,42 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
   async updateContainerResources(
     containerId: string,
     resources: { linux?: api.LinuxContainerResourcesInit; annotations?: Record<string, string> },
-    _options?: CallOptions,
+    options?: CallOptions,
   ): Promise<void> {
-    this.record('updateContainerResources', [containerId, resources]);
+    this.record('updateContainerResources', [containerId, resources], options);
     if (!this.containers.has(containerId)) throw this.notFound('UpdateContainerResources', 'container', containerId);
   }
 
-  async reopenContainerLog(containerId: string, _options?: CallOptions): Promise<void> {
-    this.record('reopenContainerLog', [containerId]);
+  async reopenContainerLog(containerId: string, options?: CallOptions): Promise<void> {
+    this.record('reopenContainerLog', [containerId], options);
     if (!this.containers.has(containerId)) throw this.notFound('ReopenContainerLog', 'container', containerId);
   }
 
-  async execSync(containerId: string, cmd: string[], timeoutSeconds: number, _options?: CallOptions): Promise<ExecSyncResult> {
-    this.record('execSync', [containerId, cmd, timeoutSeconds]);
+  async execSync(containerId: string, cmd: string[], timeoutSeconds: number, options?: CallOptions): Promise<ExecSyncResult> {
+    this.record('execSync', [containerId, cmd, timeoutSeconds], options);
     if (!this.containers.has(containerId)) throw this.notFound('ExecSync', 'container', containerId);
     const result = this.execResults.get(containerId);
-    if (typeof result === 'function') return result(cmd);
+    if (typeof result === 'function') {
+      // A command that takes time: the call returns Canceled as soon as its signal aborts.
+      const controller = new AbortController();
+      const running = Promise.resolve().then(() => result(cmd, controller.signal));
+      return this.abortable('execSync', running, options, () => controller.abort(options?.signal?.reason));
+    }
     return result ?? { stdout: Buffer.alloc(0), stderr: Buffer.alloc(0), exitCode: 0 };
   }
 
-  async exec(request: api.ExecRequestInit, _options?: CallOptions): Promise<api.ExecResponse> {
-    this.record('exec', [request]);
+  async exec(request: api.ExecRequestInit, options?: CallOptions): Promise<api.ExecResponse> {
+    this.record('exec', [request], options);
     return { url: `http://127.0.0.1:0/exec/${request.containerId ?? ''}` };
   }
 
-  async attach(request: api.AttachRequestInit, _options?: CallOptions): Promise<api.AttachResponse> {
-    this.record('attach', [request]);
+  async attach(request: api.AttachRequestInit, options?: CallOptions): Promise<api.AttachResponse> {
+    this.record('attach', [request], options);
     return { url: `http://127.0.0.1:0/attach/${request.containerId ?? ''}` };
   }
 
-  async portForward(request: api.PortForwardRequestInit, _options?: CallOptions): Promise<api.PortForwardResponse> {
-    this.record('portForward', [request]);
+  async portForward(request: api.PortForwardRequestInit, options?: CallOptions): Promise<api.PortForwardResponse> {
+    this.record('portForward', [request], options);
     return { url: `http://127.0.0.1:0/portforward/${request.podSandboxId ?? ''}` };
   }
 
@@ -395,15 +552,15 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     };
   }
 
-  async containerStats(containerId: string, _options?: CallOptions): Promise<api.ContainerStats> {
-    this.record('containerStats', [containerId]);
+  async containerStats(containerId: string, options?: CallOptions): Promise<api.ContainerStats> {
+    this.record('containerStats', [containerId], options);
     const entry = this.containers.get(containerId);
     if (!entry) throw this.notFound('ContainerStats', 'container', containerId);
     return this.statsFor(entry);
   }
 
-  async listContainerStats(filter?: api.ContainerStatsFilterInit, _options?: CallOptions): Promise<api.ContainerStats[]> {
-    this.record('listContainerStats', [filter]);
+  async listContainerStats(filter?: api.ContainerStatsFilterInit, options?: CallOptions): Promise<api.ContainerStats[]> {
+    this.record('listContainerStats', [filter], options);
     return [...this.containers.values()]
       .filter((c) => c.status.state === 'CONTAINER_RUNNING')
       .filter((c) => (!filter?.id || filter.id === c.status.id) && (!filter?.podSandboxId || filter.podSandboxId === c.sandboxId))
@@ -417,27 +574,27 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     return { attributes: { id, metadata, labels, annotations }, linux: { cpu: null, memory: null, network: null, process: null, containers } };
   }
 
-  async podSandboxStats(podSandboxId: string, _options?: CallOptions): Promise<api.PodSandboxStats> {
-    this.record('podSandboxStats', [podSandboxId]);
+  async podSandboxStats(podSandboxId: string, options?: CallOptions): Promise<api.PodSandboxStats> {
+    this.record('podSandboxStats', [podSandboxId], options);
     const entry = this.sandboxes.get(podSandboxId);
     if (!entry) throw this.notFound('PodSandboxStats', 'pod sandbox', podSandboxId);
     return this.sandboxStats(entry);
   }
 
-  async listPodSandboxStats(filter?: api.PodSandboxStatsFilterInit, _options?: CallOptions): Promise<api.PodSandboxStats[]> {
-    this.record('listPodSandboxStats', [filter]);
+  async listPodSandboxStats(filter?: api.PodSandboxStatsFilterInit, options?: CallOptions): Promise<api.PodSandboxStats[]> {
+    this.record('listPodSandboxStats', [filter], options);
     return [...this.sandboxes.values()]
       .filter((s) => (!filter?.id || filter.id === s.status.id) && labelsMatch(s.status.labels, filter?.labelSelector))
       .map((s) => this.sandboxStats(s));
   }
 
-  async updateRuntimeConfig(runtimeConfig: api.RuntimeConfigInit, _options?: CallOptions): Promise<void> {
-    this.record('updateRuntimeConfig', [runtimeConfig]);
+  async updateRuntimeConfig(runtimeConfig: api.RuntimeConfigInit, options?: CallOptions): Promise<void> {
+    this.record('updateRuntimeConfig', [runtimeConfig], options);
     this.podCidr = runtimeConfig.networkConfig?.podCidr ?? '';
   }
 
-  async status(verbose = false, _options?: CallOptions): Promise<api.StatusResponse> {
-    this.record('status', [verbose]);
+  async status(verbose = false, options?: CallOptions): Promise<api.StatusResponse> {
+    this.record('status', [verbose], options);
     return { status: { conditions: structuredClone(this.runtimeConditions) }, info: {}, runtimeHandlers: [], features: null };
   }
 
@@ -501,6 +658,8 @@ export interface FakeImage {
 export class FakeImageService extends FakeBase implements ImageService {
   readonly images = new Map<string, api.Image>();
   readonly unpullable = new Set<string>();
+  /** How long PullImage of an image takes on the clock, in ms, by the reference pulled; default: no time. */
+  readonly pullDelays = new Map<string, number>();
   imageFsUsage = { usedBytes: 0, inodesUsed: 0, mountpoint: '/var/lib/fake-runtime' };
 
   constructor(clock?: NowSource) {
@@ -531,14 +690,14 @@ export class FakeImageService extends FakeBase implements ImageService {
     return this.images.get(ref) ?? [...this.images.values()].find((image) => image.repoTags.includes(ref) || image.repoDigests.includes(ref));
   }
 
-  async listImages(filter?: api.ImageFilterInit, _options?: CallOptions): Promise<api.Image[]> {
-    this.record('listImages', [filter]);
+  async listImages(filter?: api.ImageFilterInit, options?: CallOptions): Promise<api.Image[]> {
+    this.record('listImages', [filter], options);
     const wanted = filter?.image?.image;
     return [...this.images.values()].filter((image) => !wanted || this.find(wanted) === image).map((image) => structuredClone(image));
   }
 
-  async imageStatus(spec: api.ImageSpecInit, verbose = false, _options?: CallOptions): Promise<api.ImageStatusResponse> {
-    this.record('imageStatus', [spec, verbose]);
+  async imageStatus(spec: api.ImageSpecInit, verbose = false, options?: CallOptions): Promise<api.ImageStatusResponse> {
+    this.record('imageStatus', [spec, verbose], options);
     const image = this.find(spec.image ?? '');
     return { image: image ? structuredClone(image) : null, info: {} };
   }
@@ -547,10 +706,12 @@ export class FakeImageService extends FakeBase implements ImageService {
     spec: api.ImageSpecInit,
     auth?: api.AuthConfigInit,
     sandboxConfig?: api.PodSandboxConfigInit,
-    _options?: CallOptions,
+    options?: CallOptions,
   ): Promise<string> {
-    this.record('pullImage', [spec, auth, sandboxConfig]);
+    this.record('pullImage', [spec, auth, sandboxConfig], options);
     const ref = spec.image ?? '';
+    const delayMs = this.pullDelays.get(ref) ?? 0;
+    if (delayMs > 0) await this.delay('pullImage', delayMs, options);
     if (this.unpullable.has(ref)) {
       throw criError({
         rpc: 'ImageService/PullImage',
@@ -563,14 +724,14 @@ export class FakeImageService extends FakeBase implements ImageService {
     return this.find(ref)!.id;
   }
 
-  async removeImage(spec: api.ImageSpecInit, _options?: CallOptions): Promise<void> {
-    this.record('removeImage', [spec]);
+  async removeImage(spec: api.ImageSpecInit, options?: CallOptions): Promise<void> {
+    this.record('removeImage', [spec], options);
     const image = this.find(spec.image ?? '');
     if (image) this.images.delete(image.id);
   }
 
-  async imageFsInfo(_options?: CallOptions): Promise<api.ImageFsInfoResponse> {
-    this.record('imageFsInfo', []);
+  async imageFsInfo(options?: CallOptions): Promise<api.ImageFsInfoResponse> {
+    this.record('imageFsInfo', [], options);
     const used = this.imageFsUsage.usedBytes || [...this.images.values()].reduce((sum, image) => sum + image.size, 0);
     return {
       imageFilesystems: [

@@ -6,6 +6,8 @@ export {
   buildContainerName,
   type FakeSandbox,
   type FakeContainer,
+  type FakeStopBehavior,
+  type FakeExecResult,
   type RecordedCall,
   type NowSource,
 } from './fake-runtime.js';

@@ -1,0 +1,77 @@
+import 'reflect-metadata';
+import { container } from 'tsyringe';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PodCache } from '@kubelet-ts/core';
+import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
+import { FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
+import { PodConfig } from '@kubelet-ts/pod-config';
+import { FakePodSource } from '@kubelet-ts/pod-config/testing';
+import { FakePLEG } from '@kubelet-ts/pleg/testing';
+import { FakeContainerRuntime } from '@kubelet-ts/runtime-manager/testing';
+import type { DependencyContainer } from 'tsyringe';
+import type { V1Node } from '@kubernetes/client-node';
+import { Kubelet, Tokens, parseFlags, registerKubeletDeps, resolveConfig } from '../src/index.js';
+
+/** The kubelet with every dependency replaced by a fake in a child container, as a test author would. */
+/** The Node pods are admitted against in these tests: 4 CPUs, 8 GiB, 110 pods. */
+export function testNode(): V1Node {
+  const resources = { cpu: '4', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi' };
+  return { metadata: { name: 'node1', labels: { 'kubernetes.io/hostname': 'node1' } }, spec: {}, status: { capacity: resources, allocatable: resources } };
+}
+
+export function setupKubelet(opts: { flags?: string[]; runtime?: FakeContainerRuntime; register?: (c: DependencyContainer, clock: FakeClock) => void } = {}) {
+  const clock = new FakeClock();
+  const logger = new RecordingLogger();
+  const runtime = opts.runtime ?? new FakeContainerRuntime({ simulate: true, now: () => clock.now() });
+  const runtimeService = new FakeRuntimeService(clock);
+  const podConfig = new PodConfig({ clock, logger });
+  const source = new FakePodSource(podConfig, 'file');
+  const pleg = new FakePLEG();
+  const rootDir = mkdtempSync(join(tmpdir(), 'kubelet-sync-loop-'));
+  const config = resolveConfig(parseFlags([`--root-dir=${rootDir}`, '--hostname-override=node1', '--container-runtime-endpoint=unix:///nonexistent.sock', ...(opts.flags ?? [])]));
+  const c = container.createChildContainer();
+  registerKubeletDeps(c, config);
+  c.register(Tokens.Clock, { useValue: clock });
+  c.register(Tokens.Logger, { useValue: logger });
+  c.register(Tokens.ContainerRuntime, { useValue: runtime });
+  c.register(Tokens.RuntimeService, { useValue: runtimeService });
+  c.register(Tokens.PodCache, { useValue: new PodCache({ clock }) });
+  c.register(Tokens.PLEG, { useValue: pleg });
+  c.register(Tokens.PodSourceConfig, { useValue: { podConfig, stop: async () => podConfig.close() } });
+  c.register(Tokens.NodeForAdmission, { useValue: async () => testNode() });
+  opts.register?.(c, clock);
+  const kubelet = c.resolve<Kubelet>(Tokens.Kubelet);
+  const controller = new AbortController();
+  const done = kubelet.run(controller.signal);
+  const stop = async () => {
+    controller.abort();
+    await done;
+    podConfig.close();
+  };
+  /**
+   * Moves fake time in small steps. After each, the event loop gets a real turn (1 ms): a pod sync
+   * makes its data directories with real fs calls, which no amount of microtask flushing completes.
+   */
+  const advance = async (ms: number) => {
+    for (let elapsed = 0; elapsed < ms; elapsed += 100) {
+      await clock.advance(100);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  };
+  /** Gives real event loop turns (1 ms each, at most 200) until cond holds; fake time stands still. */
+  const settle = async (cond: () => boolean) => {
+    for (let i = 0; i < 200 && !cond(); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+  };
+  const cache = c.resolve<PodCache>(Tokens.PodCache);
+  /** The PLEG would write fresh statuses to the cache after each relist; do what it would. */
+  const relist = async () => {
+    for (const pod of kubelet.podManager.getPods()) {
+      const uid = pod.metadata!.uid!;
+      cache.set(uid, await runtime.getPodStatus(uid, pod.metadata!.name!, 'default'), undefined, clock.now());
+    }
+    cache.updateTime(clock.now());
+  };
+  return { clock, logger, runtime, runtimeService, source, pleg, kubelet, stop, advance, settle, relist, cache, container: c };
+}
