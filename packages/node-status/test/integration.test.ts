@@ -80,7 +80,8 @@ t.test('registers the node, turns it Ready with a fast update, patches status wi
   t.equal(node.metadata.annotations['volumes.kubernetes.io/controller-managed-attach-detach'], 'true');
   t.same(node.status.capacity, { cpu: '4', memory: '8Gi', 'ephemeral-storage': '100Gi', pods: '110' });
   // 8Gi - 100Mi kube-reserved - 100Mi memory.available; 100Gi - 10% nodefs.available (float32 0.1, as Go).
-  t.same(node.status.allocatable, { cpu: '3900m', memory: '7992Mi', 'ephemeral-storage': '96636764000', pods: '110' });
+  // The API server answers with the canonical form of the quantity the kubelet sent (96636764000 is 96636764k).
+  t.same(node.status.allocatable, { cpu: '3900m', memory: '7992Mi', 'ephemeral-storage': '96636764k', pods: '110' });
   t.same(node.status.addresses, [
     { type: 'InternalIP', address: '10.0.0.5' },
     { type: 'Hostname', address: 'node-1' },

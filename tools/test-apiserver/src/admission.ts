@@ -73,6 +73,11 @@ export function admitPod(pod: JsonObject, namespace: string, ctx: AdmissionConte
   if (ctx.enabled('DefaultTolerationSeconds')) addDefaultTolerations(spec);
 }
 
+/** On update only DefaultTolerationSeconds runs (ServiceAccount admits creates only): removed defaults come back. */
+export function admitPodUpdate(pod: JsonObject, ctx: AdmissionContext): void {
+  if (isObject(pod.spec) && ctx.enabled('DefaultTolerationSeconds')) addDefaultTolerations(pod.spec);
+}
+
 /** TaintNodesByCondition: a new node is not-ready (NoSchedule) until its kubelet reports Ready. */
 export function admitNode(node: JsonObject, ctx: AdmissionContext): void {
   if (!ctx.enabled('TaintNodesByCondition')) return;

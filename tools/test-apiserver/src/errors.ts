@@ -144,9 +144,12 @@ function fieldErrorText(e: FieldError): string {
   }
 }
 
-/** 422 Invalid, formatted like apierrors.NewInvalid: `Pod "x" is invalid: metadata.name: Required value: ...`. */
+/**
+ * 422 Invalid, formatted like apierrors.NewInvalid: `Pod "x" is invalid: metadata.name: Required value: ...`. Every
+ * error is a cause; the message lists each distinct one once (ErrorList.ToAggregate drops repeats).
+ */
 export function invalid(kind: string, group: string, name: string, errs: FieldError[]): ApiError {
-  const texts = errs.map((e) => `${e.field}: ${fieldErrorText(e)}`);
+  const texts = [...new Set(errs.map((e) => `${e.field}: ${fieldErrorText(e)}`))];
   const joined = texts.length === 1 ? texts[0] : `[${texts.join(', ')}]`;
   const qualifiedKind = group ? `${kind}.${group}` : kind;
   const d: StatusDetails = { name };

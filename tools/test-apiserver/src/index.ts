@@ -25,4 +25,5 @@ export { builtinResources, apiVersionOf, defaultPod, podQOSClass, parseQuantity,
 export { jsonMergePatch, strategicMergePatch, jsonPatch, type Json, type JsonObject } from './patch.js';
 export { podSchema, nodeSchema, type SmpSchema, type SmpField } from './smp-schema.js';
 export { parseLabelSelector, parseFieldSelector, type LabelSelector, type FieldSelector } from './selectors.js';
+export { canonicalQuantity, goFormat } from './go-wire.js';
 export { SERVICE_ACCOUNT_MOUNT_PATH, type AdmissionConfig, type AdmissionPlugin, type AdmissionContext } from './admission.js';

@@ -2,10 +2,12 @@
  * The resources this server serves, with the parts of their registry strategies (defaulting,
  * create/update preparation, validation, field labels) that clients can observe.
  */
-import { admitNode, admitPod, type AdmissionContext } from './admission.js';
+import { admitNode, admitPod, admitPodUpdate, type AdmissionContext } from './admission.js';
 import type { FieldError } from './errors.js';
+import { fieldValue } from './selectors.js';
 import { clone, deepEqual, isObject, type JsonObject } from './patch.js';
 import { metaOnlySchema, namespaceSchema, nodeSchema, podSchema, serviceSchema, type SmpSchema } from './smp-schema.js';
+import { coreEventWire, eventsV1Wire, leaseWire, metaOnlyWire, namespaceWire, nodeWire, podWire, serviceWire, type WireShape } from './go-wire.js';
 
 export interface ResourceDef {
   /** API group, '' for the core group. */
@@ -28,8 +30,17 @@ export interface ResourceDef {
   fieldLabels?: string[];
   /** Field labels of this version that name a different stored field. */
   fieldLabelRename?: Record<string, string>;
+  /** The value of a (stored) field label, when it is not simply the field at that path. */
+  fieldValue?: (obj: JsonObject, field: string) => string;
   /** Strategic merge patch metadata. */
   smp: SmpSchema;
+  /**
+   * What encoding/json always writes for this kind (fields without omitempty, structs) and where its quantities are
+   * (written in canonical form). Applied to every object written through the API, and to watch bookmarks.
+   */
+  wire?: WireShape;
+  /** The message for a field selector label this resource does not support: `label` (default) or `known`. */
+  fieldLabelMessage?: 'label' | 'known';
   /** Another definition whose storage this one shares (events.k8s.io/v1 events are core/v1 events). */
   storageOf?: () => ResourceDef;
   /** Converts this version's object to the storage version's (and back). */
@@ -41,6 +52,10 @@ export interface ResourceDef {
   generation?: boolean;
   /** Mutating admission on create (before defaulting and PrepareForCreate). */
   admitCreate?: (obj: JsonObject, namespace: string | undefined, ctx: AdmissionContext) => void;
+  /** Defaulting on every decode (create, update, patch, status), as SetObjectDefaults runs on every request body. */
+  decodeDefaults?: (obj: JsonObject) => void;
+  /** Mutating admission on update of the main resource (not of subresources), before validation. */
+  admitUpdate?: (obj: JsonObject, ctx: AdmissionContext) => void;
   /** Defaulting and create-time resets (PrepareForCreate + SetDefaults). */
   prepareForCreate?: (obj: JsonObject) => void;
   /** Validation on create; field errors become 422 Invalid. */
@@ -241,9 +256,29 @@ function validatePodSpec(pod: JsonObject): FieldError[] {
   return errs;
 }
 
+/** validateOnlyAddedTolerations: every existing toleration stays, but for its tolerationSeconds. */
+function onlyAddedTolerations(newSpec: JsonObject, oldSpec: JsonObject): FieldError[] {
+  const now = Array.isArray(newSpec.tolerations) ? newSpec.tolerations : [];
+  for (const old of Array.isArray(oldSpec.tolerations) ? oldSpec.tolerations : []) {
+    const kept = now.some((t) => {
+      if (!isObject(t) || !isObject(old)) return false;
+      const same = { ...old };
+      delete same.tolerationSeconds;
+      if (t.tolerationSeconds !== undefined) same.tolerationSeconds = t.tolerationSeconds;
+      return deepEqual(same, t);
+    });
+    if (!kept) return [{ type: 'FieldValueForbidden', field: 'spec.tolerations', detail: 'existing toleration can not be modified except its tolerationSeconds' }];
+  }
+  return [];
+}
+
+/** v1.20's ValidatePodUpdate message; kube follows it with a Go diff of the internal PodSpec, here one line a field. */
+const POD_UPDATE_FORBIDDEN =
+  'pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds` or `spec.tolerations` (only additions to existing tolerations)';
+
 /**
- * ValidatePodUpdate's rule: only container images, activeDeadlineSeconds, tolerations (additions),
- * schedulingGates (removals) and terminationGracePeriodSeconds may change in a pod's spec.
+ * ValidatePodUpdate's rule (v1.20): only container images, activeDeadlineSeconds and tolerations (additions) may
+ * change in a pod's spec; schedulingGates (removals, a field newer than 1.20) too.
  */
 function validatePodUpdate(pod: JsonObject, old: JsonObject): FieldError[] {
   const errs = validatePodSpec(pod);
@@ -256,17 +291,18 @@ function validatePodUpdate(pod: JsonObject, old: JsonObject): FieldError[] {
       if (o[i] && o[i].image !== undefined) c.image = o[i].image;
     });
   }
-  for (const field of ['activeDeadlineSeconds', 'tolerations', 'schedulingGates', 'terminationGracePeriodSeconds']) {
+  errs.push(...onlyAddedTolerations(newSpec, oldSpec));
+  for (const field of ['activeDeadlineSeconds', 'tolerations', 'schedulingGates']) {
     if (oldSpec[field] === undefined) delete newSpec[field];
     else newSpec[field] = oldSpec[field];
   }
   if (!deepEqual(newSpec, oldSpec)) {
-    errs.push({
-      type: 'FieldValueForbidden',
-      field: 'spec',
-      detail:
-        'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
-    });
+    const lines: string[] = [];
+    for (const key of [...new Set([...Object.keys(newSpec), ...Object.keys(oldSpec)])].sort()) {
+      if (deepEqual(newSpec[key], oldSpec[key])) continue;
+      lines.push(`- ${key}: ${JSON.stringify(newSpec[key] ?? null)}`, `+ ${key}: ${JSON.stringify(oldSpec[key] ?? null)}`);
+    }
+    errs.push({ type: 'FieldValueForbidden', field: 'spec', detail: `${POD_UPDATE_FORBIDDEN}\n${lines.join('\n')}\n` });
   }
   return errs;
 }
@@ -304,8 +340,24 @@ const podFieldLabels = [
   'spec.hostNetwork',
   'status.phase',
   'status.podIP',
+  'status.podIPs',
   'status.nominatedNodeName',
 ];
+
+/** pod.ToSelectableFields: status.podIP is the first of status.podIPs; status.podIPs is a label with no field. */
+function podFieldValue(pod: JsonObject, field: string): string {
+  if (field === 'status.podIPs') return '';
+  if (field === 'status.podIP') {
+    const ips = isObject(pod.status) && Array.isArray(pod.status.podIPs) ? pod.status.podIPs : [];
+    return isObject(ips[0]) && typeof ips[0].ip === 'string' ? ips[0].ip : '';
+  }
+  return fieldValue(pod, field);
+}
+
+/** event.ToSelectableFields: `source` is the source's component. */
+function eventFieldValue(event: JsonObject, field: string): string {
+  return fieldValue(event, field === 'source' ? 'source.component' : field);
+}
 
 const eventFieldLabels = [
   'involvedObject.kind',
@@ -333,10 +385,15 @@ export function builtinResources(): ResourceDef[] {
     subresources: ['status', 'binding'],
     statusSubresource: true,
     fieldLabels: podFieldLabels,
+    // v1 clients from before spec.nodeName sent spec.host; kube still converts it.
+    fieldLabelRename: { 'spec.host': 'spec.nodeName' },
+    fieldValue: podFieldValue,
     smp: podSchema,
+    wire: podWire,
     returnDeletedObject: true,
     generation: true,
     admitCreate: (pod, namespace, ctx) => admitPod(pod, namespace ?? '', ctx),
+    admitUpdate: (pod, ctx) => admitPodUpdate(pod, ctx),
     prepareForCreate(pod) {
       defaultPod(pod);
       // podStrategy.PrepareForCreate: status starts as Pending with the computed QoS class.
@@ -354,7 +411,9 @@ export function builtinResources(): ResourceDef[] {
     namespaced: true,
     shortNames: ['ev'],
     fieldLabels: eventFieldLabels,
+    fieldValue: eventFieldValue,
     smp: metaOnlySchema,
+    wire: coreEventWire,
   };
   const eventsV1: ResourceDef = {
     group: 'events.k8s.io',
@@ -385,7 +444,9 @@ export function builtinResources(): ResourceDef[] {
       'regarding.fieldPath': 'involvedObject.fieldPath',
       reportingController: 'reportingComponent',
     },
+    fieldValue: eventFieldValue,
     smp: metaOnlySchema,
+    wire: eventsV1Wire,
     storageOf: () => coreEvents,
     toStorage: (obj) => renameKeys(obj, EVENT_RENAMES, 'v1'),
     fromStorage: (obj) =>
@@ -409,6 +470,11 @@ export function builtinResources(): ResourceDef[] {
       statusSubresource: true,
       fieldLabels: ['spec.unschedulable'],
       smp: nodeSchema,
+      wire: nodeWire,
+      decodeDefaults(node) {
+        // SetDefaults_NodeStatus: allocatable defaults to capacity.
+        if (isObject(node.status) && node.status.allocatable === undefined && isObject(node.status.capacity)) node.status.allocatable = clone(node.status.capacity);
+      },
       admitCreate: (node, _namespace, ctx) => admitNode(node, ctx),
     },
     {
@@ -423,6 +489,7 @@ export function builtinResources(): ResourceDef[] {
       statusSubresource: true,
       fieldLabels: ['status.phase'],
       smp: namespaceSchema,
+      wire: namespaceWire,
       nameFormat: 'label',
       prepareForCreate(ns) {
         ns.spec = { finalizers: ['kubernetes'] };
@@ -442,6 +509,8 @@ export function builtinResources(): ResourceDef[] {
       namespaced: true,
       shortNames: ['cm'],
       smp: metaOnlySchema,
+      wire: metaOnlyWire,
+      fieldLabelMessage: 'known',
     },
     {
       group: '',
@@ -452,6 +521,7 @@ export function builtinResources(): ResourceDef[] {
       namespaced: true,
       fieldLabels: ['type'],
       smp: metaOnlySchema,
+      wire: metaOnlyWire,
       prepareForCreate(secret) {
         setDefault(secret, 'type', 'Opaque');
       },
@@ -467,6 +537,8 @@ export function builtinResources(): ResourceDef[] {
       subresources: ['status'],
       statusSubresource: true,
       smp: serviceSchema,
+      wire: serviceWire,
+      fieldLabelMessage: 'known',
       nameFormat: 'label',
       prepareForCreate(svc) {
         // serviceStrategy.PrepareForCreate clears status (IP allocation is not simulated).
@@ -481,6 +553,8 @@ export function builtinResources(): ResourceDef[] {
       singular: 'lease',
       namespaced: true,
       smp: metaOnlySchema,
+      wire: leaseWire,
+      fieldLabelMessage: 'known',
     },
   ];
 }

@@ -136,10 +136,16 @@ function unescape(s: string): string {
 
 /**
  * Parses a field selector. `supported` lists the field labels the resource accepts (kube answers
- * 400 `field label not supported: x` for others); `rename` maps labels of another API version
- * onto the stored version's (events.k8s.io's `regarding.name` is core's `involvedObject.name`).
+ * 400 `field label not supported: x` for others, or what `unsupported` says); `rename` maps labels of another API
+ * version, or old names, onto the stored version's (events.k8s.io's `regarding.name` is core's
+ * `involvedObject.name`, a pod's `spec.host` is `spec.nodeName`).
  */
-export function parseFieldSelector(selector: string | undefined, supported: ReadonlySet<string>, rename: Record<string, string> = {}): FieldSelector {
+export function parseFieldSelector(
+  selector: string | undefined,
+  supported: ReadonlySet<string>,
+  rename: Record<string, string> = {},
+  unsupported: (label: string) => string = (label) => `field label not supported: ${label}`,
+): FieldSelector {
   const requirements: FieldRequirement[] = [];
   const s = (selector ?? '').trim();
   if (s) {
@@ -148,7 +154,7 @@ export function parseFieldSelector(selector: string | undefined, supported: Read
       const m = part.match(/^(.*?)(==|!=|=)(.*)$/s);
       if (!m) throw badRequest(`invalid selector: '${s}'; can't understand '${part}'`);
       const label = m[1].trim();
-      if (!supported.has(label)) throw badRequest(`field label not supported: ${label}`);
+      if (!supported.has(label) && !(label in rename)) throw badRequest(unsupported(label));
       requirements.push({ field: rename[label] ?? label, op: m[2] === '!=' ? 'neq' : 'eq', value: unescape(m[3]) });
     }
   }

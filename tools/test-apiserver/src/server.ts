@@ -20,7 +20,7 @@ import {
   type KubeStatus,
 } from './errors.js';
 import { isObject, type JsonObject } from './patch.js';
-import { apiVersionOf, builtinResources, type ResourceDef } from './resources.js';
+import { builtinResources, type ResourceDef } from './resources.js';
 import { PATCH_CONTENT_TYPES, Store, type DeleteOptions, type PatchType, type WatchEventType } from './store.js';
 
 /** A cancellable timer, as returned by `@kubelet-ts/core`'s Clock (which satisfies ServerClock). */
@@ -118,6 +118,8 @@ interface Watcher {
   res: ServerResponse;
   record: RequestRecord;
   bookmarks: boolean;
+  /** The resourceVersion the watch started from (for one from "now": the current one). */
+  rv: number;
   stop: () => void;
 }
 
@@ -287,7 +289,7 @@ export class TestApiServer {
   sendBookmarks(): void {
     const rv = String(this.raw.resourceVersion);
     for (const w of this.watchers) {
-      if (w.bookmarks) this.writeEvent(w, 'BOOKMARK', { kind: w.def.kind, apiVersion: apiVersionOf(w.def), metadata: { resourceVersion: rv } });
+      if (w.bookmarks) this.writeEvent(w, 'BOOKMARK', this.raw.bookmarkObject(w.def, rv));
     }
   }
 
@@ -725,6 +727,7 @@ export class TestApiServer {
       res,
       record,
       bookmarks: truthy(q.get('allowWatchBookmarks')),
+      rv: Number(q.get('resourceVersion') || 0) || this.raw.resourceVersion,
       stop: () => {
         stopStore();
         timeout?.cancel();
@@ -744,11 +747,7 @@ export class TestApiServer {
           event: (type, object) => this.writeEvent(w, type, object),
           initialEventsEnd: (rv) => {
             if (w.bookmarks) {
-              this.writeEvent(w, 'BOOKMARK', {
-                kind: def.kind,
-                apiVersion: apiVersionOf(def),
-                metadata: { resourceVersion: String(rv), annotations: { 'k8s.io/initial-events-end': 'true' } },
-              });
+              this.writeEvent(w, 'BOOKMARK', this.raw.bookmarkObject(def, String(rv), { 'k8s.io/initial-events-end': 'true' }));
             }
           },
         },
@@ -761,7 +760,22 @@ export class TestApiServer {
       return;
     }
     const timeoutSeconds = Number(q.get('timeoutSeconds') ?? '0');
-    if (timeoutSeconds > 0) timeout = this.clock.setTimeout(() => this.endWatch(w), timeoutSeconds * 1000);
+    if (timeoutSeconds > 0) {
+      // kube's watch cache sends a watch that allows them a bookmark two seconds before its timeout, when the
+      // resourceVersion has moved past the one the watch started from.
+      const bookmarkAt = (timeoutSeconds - 2) * 1000;
+      const preTimeoutBookmark = () => {
+        if (this.raw.resourceVersion > w.rv) this.writeEvent(w, 'BOOKMARK', this.raw.bookmarkObject(def, String(this.raw.resourceVersion)));
+      };
+      const bookmark = w.bookmarks && bookmarkAt > 0 ? this.clock.setTimeout(preTimeoutBookmark, bookmarkAt) : undefined;
+      const end = this.clock.setTimeout(() => this.endWatch(w), timeoutSeconds * 1000);
+      timeout = {
+        cancel: () => {
+          bookmark?.cancel();
+          end.cancel();
+        },
+      };
+    }
     for (const waiter of [...this.watchWaiters]) waiter();
   }
 }

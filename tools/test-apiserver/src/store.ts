@@ -20,7 +20,8 @@ import {
 } from './errors.js';
 import { clone, deepEqual, isObject, jsonMergePatch, jsonPatch, strategicMergePatch, type Json, type JsonObject } from './patch.js';
 import { apiVersionOf, builtinResources, storageDef, storageKeyOf, type ResourceDef } from './resources.js';
-import { normalizeTimes } from './times.js';
+import { normalizeTimes, TimeDecodeError } from './times.js';
+import { applyWireShape, goFormat } from './go-wire.js';
 import type { AdmissionConfig, AdmissionContext } from './admission.js';
 import { fieldValue, parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from './selectors.js';
 
@@ -239,6 +240,19 @@ export class Store {
     return Object.assign(head, out, { kind: def.kind, apiVersion: apiVersionOf(def) });
   }
 
+  /** The object as kube would write it back after decoding it into its Go type (see go-wire.ts). */
+  private toWire(def: ResourceDef, obj: JsonObject): JsonObject {
+    def.decodeDefaults?.(obj);
+    return def.wire ? applyWireShape(obj, def.wire) : obj;
+  }
+
+  /** What a watch bookmark carries: an empty object of the kind, with only the resourceVersion set. */
+  bookmarkObject(def: ResourceDef, resourceVersion: string, annotations?: Record<string, string>): JsonObject {
+    const metadata: JsonObject = { resourceVersion };
+    if (annotations) metadata.annotations = annotations;
+    return this.toWire(def, { kind: def.kind, apiVersion: apiVersionOf(def), metadata });
+  }
+
   private toStorage(def: ResourceDef, obj: JsonObject): JsonObject {
     const s = storageDef(def);
     const converted = def.toStorage ? def.toStorage(obj) : obj;
@@ -309,20 +323,23 @@ export class Store {
 
   selectors(def: ResourceDef, labelSelector?: string, fieldSelector?: string): { label: LabelSelector; field: FieldSelector } {
     const supported = new Set(['metadata.name', 'metadata.namespace', ...(def.fieldLabels ?? [])]);
+    // Kinds without their own field label conversion get the default one's message.
+    const unsupported = def.fieldLabelMessage === 'known' ? (label: string) => `"${label}" is not a known field selector: only "metadata.name", "metadata.namespace"` : undefined;
     return {
       label: parseLabelSelector(labelSelector),
-      field: parseFieldSelector(fieldSelector, supported, def.fieldLabelRename),
+      field: parseFieldSelector(fieldSelector, supported, def.fieldLabelRename, unsupported),
     };
   }
 
   private matcher(def: ResourceDef, opts: { namespace?: string; labelSelector?: string; fieldSelector?: string }): (obj: JsonObject) => boolean {
     const { label, field } = this.selectors(def, opts.labelSelector, opts.fieldSelector);
     const ns = def.namespaced ? opts.namespace : undefined;
+    const valueOf = storageDef(def).fieldValue ?? fieldValue;
     return (obj) => {
       const m = isObject(obj.metadata) ? obj.metadata : {};
       if (ns && m.namespace !== ns) return false;
       if (!label.matches(isObject(m.labels) ? (m.labels as Record<string, string>) : undefined)) return false;
-      return field.matches((f) => fieldValue(obj, f));
+      return field.matches((f) => valueOf(obj, f));
     };
   }
 
@@ -490,6 +507,7 @@ export class Store {
     def.prepareForCreate?.(obj);
     const errs = def.validateCreate?.(obj) ?? [];
     if (errs.length > 0) throw invalid(def.kind, def.group, objName, errs);
+    this.toWire(def, obj);
     const key = objectKey(ns, objName);
     if (bucket.has(key)) throw alreadyExists(def.resource, def.group, objName);
     obj = this.toStorage(def, obj);
@@ -527,48 +545,57 @@ export class Store {
       if (!fromPatch || this.patchUidMismatch === 'conflict') {
         throw preconditionFailed(def.resource, def.group, name, keyPath, 'UID', uid, String(oldMeta.uid));
       }
-      throw invalid(def.kind, def.group, name, [{ type: 'FieldValueInvalid', field: 'metadata.uid', value: uid, detail: 'field is immutable' }]);
+      // Reported twice, as kube does: by the generic ObjectMeta update validation and by the kind's ValidateUpdate.
+      const immutable: FieldError = { type: 'FieldValueInvalid', field: 'metadata.uid', value: uid, detail: 'field is immutable' };
+      throw invalid(def.kind, def.group, name, [immutable, immutable]);
     }
     const rv = str(m.resourceVersion);
     if (rv && rv !== oldMeta.resourceVersion) throw conflict(def.resource, def.group, name);
 
-    let next: JsonObject;
+    const next: JsonObject = obj;
     if (opts.subresource === 'status') {
-      // Status strategies keep everything but status.
-      next = clone(old);
-      if (obj.status === undefined) delete next.status;
-      else next.status = obj.status;
+      // Status strategies keep the stored spec. Metadata comes from the request as in any update (labels and
+      // annotations may change); a pod keeps its owner references (podStatusStrategy.PrepareForUpdate).
+      if (old.spec === undefined) delete next.spec;
+      else next.spec = clone(old.spec);
+      if (def.resource === 'pods' && def.group === '') {
+        if (oldMeta.ownerReferences === undefined) delete m.ownerReferences;
+        else m.ownerReferences = clone(oldMeta.ownerReferences);
+      }
     } else {
-      next = obj;
-      // BeforeUpdate: system fields come from the stored object.
-      m.uid = oldMeta.uid as string;
-      m.creationTimestamp = oldMeta.creationTimestamp as string;
-      if (oldMeta.deletionTimestamp !== undefined) m.deletionTimestamp = oldMeta.deletionTimestamp;
-      else delete m.deletionTimestamp;
-      if (oldMeta.deletionGracePeriodSeconds !== undefined && m.deletionGracePeriodSeconds === undefined) {
-        m.deletionGracePeriodSeconds = oldMeta.deletionGracePeriodSeconds;
-      }
-      if (def.generation) {
-        const gen = typeof oldMeta.generation === 'number' ? oldMeta.generation : 1;
-        m.generation = deepEqual(obj.spec, old.spec) ? gen : gen + 1;
-      } else if (oldMeta.generation !== undefined) {
-        m.generation = oldMeta.generation;
-      } else {
-        delete m.generation;
-      }
       if (def.statusSubresource) {
         if (old.status === undefined) delete next.status;
         else next.status = clone(old.status);
       }
-      if (def.resource === 'namespaces' && def.group === '') {
-        next.spec = clone(old.spec ?? {});
-        const labels = isObject(m.labels) ? m.labels : {};
-        labels['kubernetes.io/metadata.name'] = name;
-        m.labels = labels;
-      }
+      if (def.resource === 'namespaces' && def.group === '') next.spec = clone(old.spec ?? {});
+      def.admitUpdate?.(next, this.admission);
+    }
+    // BeforeUpdate: system fields come from the stored object.
+    m.uid = oldMeta.uid as string;
+    m.creationTimestamp = oldMeta.creationTimestamp as string;
+    if (oldMeta.deletionTimestamp !== undefined) m.deletionTimestamp = oldMeta.deletionTimestamp;
+    else delete m.deletionTimestamp;
+    if (oldMeta.deletionGracePeriodSeconds !== undefined && m.deletionGracePeriodSeconds === undefined) {
+      m.deletionGracePeriodSeconds = oldMeta.deletionGracePeriodSeconds;
+    }
+    if (def.generation) {
+      const gen = typeof oldMeta.generation === 'number' ? oldMeta.generation : 1;
+      m.generation = deepEqual(next.spec, old.spec) ? gen : gen + 1;
+    } else if (oldMeta.generation !== undefined) {
+      m.generation = oldMeta.generation;
+    } else {
+      delete m.generation;
+    }
+    if (def.resource === 'namespaces' && def.group === '') {
+      const labels = isObject(m.labels) ? m.labels : {};
+      labels['kubernetes.io/metadata.name'] = name;
+      m.labels = labels;
+    }
+    if (opts.subresource !== 'status') {
       const errs = def.validateUpdate?.(next, old) ?? [];
       if (errs.length > 0) throw invalid(def.kind, def.group, name, errs);
     }
+    this.toWire(def, next);
     meta(next).resourceVersion = oldMeta.resourceVersion as string;
 
     // An update that changes nothing writes nothing: no new resourceVersion, no watch event.
@@ -600,6 +627,16 @@ export class Store {
         break;
     }
     if (!isObject(patched)) throw new ApiError(422, 'Invalid', 'the patch did not produce an object');
+    try {
+      normalizeTimes(clone(patched), def.kind, def.version);
+    } catch (err) {
+      if (!(err instanceof TimeDecodeError)) throw err;
+      // The patched object does not decode: 422 on the field "patch", showing the patch (strategic merge: as the Go
+      // map it was applied as) or the patched object (merge and JSON patch: the JSON that was decoded).
+      const value = JSON.stringify(type === 'strategic' ? goFormat(patch as Json) : JSON.stringify(patched));
+      const message = `Invalid value: ${value}: ${err.parseError}`;
+      throw new ApiError(422, 'Invalid', ` "" is invalid: patch: ${message}`, { causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }] });
+    }
     const pm = meta(patched);
     // checkName in the patch handler: the patch may not rename or move the object.
     if (pm.name !== name) throw badRequest(`the name of the object (${String(pm.name)}) does not match the name on the URL (${name})`);
@@ -658,49 +695,70 @@ export class Store {
     }
 
     const finalizers = Array.isArray(oldMeta.finalizers) ? oldMeta.finalizers : [];
-    let period = 0;
-    if (def.resource === 'pods' && def.group === '') {
-      // podStrategy.CheckGracefulDelete
-      const spec = isObject(old.spec) ? old.spec : {};
-      const status = isObject(old.status) ? old.status : {};
-      if (typeof options.gracePeriodSeconds === 'number') period = options.gracePeriodSeconds;
-      else if (typeof spec.terminationGracePeriodSeconds === 'number') period = spec.terminationGracePeriodSeconds;
-      if (!spec.nodeName) period = 0;
-      if (status.phase === 'Failed' || status.phase === 'Succeeded') period = 0;
-      period = Math.max(0, period);
-    }
-
+    const isPod = def.resource === 'pods' && def.group === '';
+    // Negative grace periods count as 1 s on the delete path.
+    const requested = typeof options.gracePeriodSeconds === 'number' ? (options.gracePeriodSeconds < 0 ? 1 : options.gracePeriodSeconds) : undefined;
     const next = clone(old);
     const nm = meta(next);
+    // rest.BeforeDelete (pods are a graceful strategy) and the store's finalizer handling: the object is first
+    // updated (deletionTimestamp, deletionGracePeriodSeconds: a MODIFIED event), then removed when nothing holds it.
+    let updated = false;
     let remove: boolean;
-    if (oldMeta.deletionTimestamp !== undefined) {
-      // rest.BeforeDelete on an object already being deleted: only a shorter grace period may be set.
+    if (isPod && oldMeta.deletionTimestamp !== undefined) {
+      // Already being deleted: only a shorter grace period, given in the options, changes anything.
       const current = typeof oldMeta.deletionGracePeriodSeconds === 'number' ? oldMeta.deletionGracePeriodSeconds : 0;
-      if (current === 0 || period >= current) {
-        if (current === 0 && finalizers.length === 0) remove = true;
-        else return this.deleteResult(def, old, false);
+      if (current === 0) {
+        remove = finalizers.length === 0;
+      } else if (requested === undefined || requested >= current) {
+        return this.deleteResult(def, old, false);
       } else {
         const start = Date.parse(String(oldMeta.deletionTimestamp)) - current * 1000;
-        nm.deletionTimestamp = new Date(start + period * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-        nm.deletionGracePeriodSeconds = period;
-        remove = period === 0 && finalizers.length === 0;
+        nm.deletionTimestamp = new Date(start + requested * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+        nm.deletionGracePeriodSeconds = requested;
+        updated = true;
+        remove = requested === 0 && finalizers.length === 0;
       }
-    } else if (period > 0 || finalizers.length > 0) {
+    } else if (isPod) {
+      // podStrategy.CheckGracefulDelete: the options' period, else the pod's; 0 when unscheduled or finished.
+      const spec = isObject(old.spec) ? old.spec : {};
+      const status = isObject(old.status) ? old.status : {};
+      let period = requested ?? (typeof spec.terminationGracePeriodSeconds === 'number' ? spec.terminationGracePeriodSeconds : 0);
+      if (!spec.nodeName || status.phase === 'Failed' || status.phase === 'Succeeded') period = 0;
       nm.deletionTimestamp = this.timestamp(period);
       nm.deletionGracePeriodSeconds = period;
       if (typeof nm.generation === 'number' && nm.generation > 0) nm.generation = nm.generation + 1;
+      updated = true;
+      remove = period === 0 && finalizers.length === 0;
+    } else if (oldMeta.deletionTimestamp !== undefined) {
+      remove = finalizers.length === 0;
+      if (!remove) return this.deleteResult(def, old, false);
+    } else if (finalizers.length > 0) {
+      // markAsDeleting: the finalizers hold it.
+      nm.deletionTimestamp = this.timestamp();
+      nm.deletionGracePeriodSeconds = 0;
+      if (typeof nm.generation === 'number' && nm.generation > 0) nm.generation = nm.generation + 1;
+      updated = true;
       remove = false;
+    } else if (def.resource === 'namespaces' && def.group === '') {
+      // The namespace is Terminating (the DELETE answers with it); its controller, which here runs at once, deletes
+      // what it holds and then the namespace.
+      nm.deletionTimestamp = this.timestamp();
+      next.status = { ...(isObject(next.status) ? next.status : {}), phase: 'Terminating' };
+      updated = true;
+      remove = true;
     } else {
       remove = true;
     }
 
+    let current = stored;
+    if (updated) current = this.commit(def, 'MODIFIED', key, this.toStorage(def, next), stored, dryRun);
     if (remove) {
       if (def.resource === 'namespaces' && def.group === '') this.deleteNamespaceContents(name, dryRun);
-      const last = this.commit(def, 'DELETED', key, this.toStorage(def, clone(stored)), stored, dryRun);
+      const last = this.commit(def, 'DELETED', key, this.toStorage(def, clone(current)), current, dryRun);
+      if (def.resource === 'namespaces' && def.group === '') return this.view(def, last);
       return this.deleteResult(def, this.view(def, last), true);
     }
-    const updated = this.commit(def, 'MODIFIED', key, this.toStorage(def, next), stored, dryRun);
-    return this.deleteResult(def, this.view(def, updated), false);
+    return this.deleteResult(def, this.view(def, current), false);
   }
 
   private deleteResult(def: ResourceDef, obj: JsonObject, removed: boolean): JsonObject | KubeStatus {

@@ -5,7 +5,7 @@
  * digits, so a JavaScript `Date#toISOString()` value (three digits) is rejected with 400 BadRequest,
  * exactly as a real API server does.
  */
-import { badRequest } from './errors.js';
+import { ApiError } from './errors.js';
 import { isObject, type Json, type JsonObject } from './patch.js';
 
 const TIME_FIELDS = new Set([
@@ -33,8 +33,20 @@ const OPAQUE = new Set(['data', 'binaryData', 'stringData', 'labels', 'annotatio
 const RFC3339 = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)$/;
 const RFC3339_MICRO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/;
 
+/** A time field that does not decode: 400 on create and update, where the body is decoded into the Go type. */
+export class TimeDecodeError extends ApiError {
+  constructor(
+    kind: string,
+    version: string,
+    /** Go's time.Parse error, e.g. `parsing time "x" as "2006-01-02T15:04:05.000000Z07:00": cannot parse ...`. */
+    readonly parseError: string,
+  ) {
+    super(400, 'BadRequest', `${kind} in version "${version}" cannot be handled as a ${kind}: ${parseError}`);
+  }
+}
+
 function cannotHandle(kind: string, version: string, value: string, layout: string, detail: string): Error {
-  return badRequest(`${kind} in version "${version}" cannot be handled as a ${kind}: parsing time "${value}" as "${layout}": ${detail}`);
+  return new TimeDecodeError(kind, version, `parsing time "${value}" as "${layout}": ${detail}`);
 }
 
 function toUtcSeconds(m: RegExpMatchArray): string {

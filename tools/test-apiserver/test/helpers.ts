@@ -1,4 +1,4 @@
-import { startTestApiServer, type TestApiServer, type TestApiServerOptions } from '../src/index.js';
+import { startTestApiServer, type ServerClock, type TestApiServer, type TestApiServerOptions, type TimerHandle } from '../src/index.js';
 
 export type Obj = Record<string, any>;
 
@@ -137,4 +137,40 @@ export async function withServer(t: { teardown(fn: () => unknown): void }, opts:
   const server = await startTestApiServer({ bookmarkIntervalMs: 0, ...opts });
   t.teardown(() => server.close());
   return server;
+}
+
+/** A manual clock: intervals and timeouts fire only when the test advances time. */
+export class ManualClock implements ServerClock {
+  private nowMs = Date.parse('2024-05-01T12:00:00Z');
+  private timers: Array<{ at: number; every?: number; fn: () => void; live: boolean }> = [];
+
+  now(): number {
+    return this.nowMs;
+  }
+
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    const timer = { at: this.nowMs + ms, fn, live: true };
+    this.timers.push(timer);
+    return { cancel: () => void (timer.live = false) };
+  }
+
+  setInterval(fn: () => void, ms: number): TimerHandle {
+    const timer = { at: this.nowMs + ms, every: ms, fn, live: true };
+    this.timers.push(timer);
+    return { cancel: () => void (timer.live = false) };
+  }
+
+  advance(ms: number): void {
+    const end = this.nowMs + ms;
+    for (;;) {
+      const due = this.timers.filter((x) => x.live && x.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      this.nowMs = due.at;
+      if (due.every) due.at += due.every;
+      else due.live = false;
+      due.fn();
+    }
+    this.nowMs = end;
+    this.timers = this.timers.filter((x) => x.live);
+  }
 }

@@ -243,14 +243,15 @@ t.test('status subresource isolation for pods and nodes', async (t) => {
   t.equal(r.status, 200);
   t.equal(r.body.status.phase, 'Running');
   t.equal(r.body.status.podIP, '10.0.0.5');
-  t.equal(r.body.metadata.labels, undefined, 'status update leaves labels alone');
+  t.same(r.body.metadata.labels, { sneaky: 'yes' }, 'status update writes metadata too (as podStatusStrategy does)');
   t.equal(r.body.spec.containers[0].image, 'busybox:1.36', 'status update leaves spec alone');
   t.equal(r.body.metadata.generation, 1);
   const g = await http(s, 'GET', '/api/v1/namespaces/default/pods/p/status');
   t.equal(g.body.status.phase, 'Running');
 
   const node = (await http(s, 'POST', '/api/v1/nodes', { metadata: { name: 'n1', labels: { a: '1' } }, status: { capacity: { cpu: '4' } } })).body;
-  t.same(node.status, { capacity: { cpu: '4' } }, 'node status is kept on create (kubelet registration)');
+  t.same(node.status.capacity, { cpu: '4' }, 'node status is kept on create (kubelet registration)');
+  t.same(node.status.allocatable, { cpu: '4' }, 'allocatable defaults to capacity');
   t.equal(node.metadata.namespace, undefined);
   const patched = await http(
     s,
@@ -260,10 +261,15 @@ t.test('status subresource isolation for pods and nodes', async (t) => {
     'application/strategic-merge-patch+json',
   );
   t.equal(patched.status, 200);
-  t.same(patched.body.metadata.labels, { a: '1' });
-  t.same(patched.body.status.conditions, [{ type: 'Ready', status: 'True' }]);
+  t.same(patched.body.metadata.labels, { a: '1', b: '2' }, 'labels sent to nodes/status are written (only the spec is kept)');
+  t.same(patched.body.status.conditions, [{ type: 'Ready', status: 'True', lastHeartbeatTime: null, lastTransitionTime: null }]);
   const main = await http(s, 'PATCH', '/api/v1/nodes/n1', { metadata: { labels: { b: '2' } }, status: { capacity: { cpu: '8' } } }, 'application/merge-patch+json');
   t.same(main.body.metadata.labels, { a: '1', b: '2' });
+  const owned = await http(s, 'POST', '/api/v1/namespaces/default/pods', pod('owned', { metadata: { ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'n1', uid: node.metadata.uid }] } }));
+  const ownerless = structuredClone(owned.body);
+  ownerless.metadata.ownerReferences = [];
+  const kept = await http(s, 'PUT', '/api/v1/namespaces/default/pods/owned/status', ownerless);
+  t.same(kept.body.metadata.ownerReferences, owned.body.metadata.ownerReferences, 'pods/status keeps the owner references');
   t.equal(main.body.status.capacity.cpu, '4', 'patching the main resource ignores status');
   t.equal((await http(s, 'GET', '/api/v1/namespaces/default/configmaps/x/status')).status, 404, 'no status subresource on configmaps');
 });
@@ -316,16 +322,17 @@ t.test('patch: merge, strategic merge (conditions by type), json patch, precondi
     'application/strategic-merge-patch+json',
   );
   t.equal(st2.status, 200);
+  const noTimes = { lastProbeTime: null, lastTransitionTime: null };
   t.same(
     st2.body.status.conditions,
     [
-      { type: 'Initialized', status: 'True' },
-      { type: 'Ready', status: 'True' },
-      { type: 'ContainersReady', status: 'True' },
+      { type: 'Initialized', status: 'True', ...noTimes },
+      { type: 'Ready', status: 'True', ...noTimes },
+      { type: 'ContainersReady', status: 'True', ...noTimes },
     ],
     'conditions merged by type, in $setElementOrder order',
   );
-  t.same(st2.body.status.containerStatuses, [{ name: 'c', ready: true, restartCount: 1 }], 'containerStatuses is atomic, as in kube');
+  t.same(st2.body.status.containerStatuses, [{ name: 'c', ready: true, restartCount: 1, state: {}, lastState: {}, image: '', imageID: '' }], 'containerStatuses is atomic, as in kube');
   t.same(st2.body.status.podIPs, [{ ip: '10.0.0.1' }, { ip: 'fd00::1' }], 'podIPs merged by ip');
 
   const del = await http(

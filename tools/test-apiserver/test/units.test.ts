@@ -140,8 +140,11 @@ t.test('time fields: Time truncated to seconds in UTC, MicroTime needs six digit
   t.equal(r.body.status.startTime, '2024-01-01T08:00:00Z');
   t.equal(r.body.status.conditions[0].lastTransitionTime, '2024-01-01T00:00:00Z');
   t.equal(r.body.status.conditions[0].lastProbeTime, null);
+  // A patched object that does not decode is 422 Invalid on the field "patch" (a create or update body is 400).
   const bad = await http(s, 'PATCH', '/api/v1/namespaces/default/pods/p/status', { status: { startTime: 'yesterday' } }, 'application/merge-patch+json');
-  t.equal(bad.status, 400);
+  t.equal(bad.status, 422);
+  t.equal(bad.body.reason, 'Invalid');
+  t.equal(bad.body.details.causes[0].field, 'patch');
   const ev = await http(s, 'POST', '/apis/events.k8s.io/v1/namespaces/default/events', {
     metadata: { name: 'e' },
     eventTime: '2024-01-01T00:00:00.123Z',

@@ -1,42 +1,5 @@
 import t from 'tap';
-import type { ServerClock, TimerHandle } from '../src/index.js';
-import { eventually, http, pod, watch, withServer } from './helpers.js';
-
-/** A manual clock: intervals and timeouts fire only when the test advances time. */
-class ManualClock implements ServerClock {
-  private nowMs = Date.parse('2024-05-01T12:00:00Z');
-  private timers: Array<{ at: number; every?: number; fn: () => void; live: boolean }> = [];
-
-  now(): number {
-    return this.nowMs;
-  }
-
-  setTimeout(fn: () => void, ms: number): TimerHandle {
-    const timer = { at: this.nowMs + ms, fn, live: true };
-    this.timers.push(timer);
-    return { cancel: () => void (timer.live = false) };
-  }
-
-  setInterval(fn: () => void, ms: number): TimerHandle {
-    const timer = { at: this.nowMs + ms, every: ms, fn, live: true };
-    this.timers.push(timer);
-    return { cancel: () => void (timer.live = false) };
-  }
-
-  advance(ms: number): void {
-    const end = this.nowMs + ms;
-    for (;;) {
-      const due = this.timers.filter((x) => x.live && x.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.nowMs = due.at;
-      if (due.every) due.at += due.every;
-      else due.live = false;
-      due.fn();
-    }
-    this.nowMs = end;
-    this.timers = this.timers.filter((x) => x.live);
-  }
-}
+import { ManualClock, eventually, http, pod, watch, withServer } from './helpers.js';
 
 t.test('watch without resourceVersion sends the current state as ADDED, then changes', async (t) => {
   const s = await withServer(t);
@@ -61,18 +24,21 @@ t.test('watch without resourceVersion sends the current state as ADDED, then cha
   await http(s, 'POST', '/api/v1/namespaces', { metadata: { name: 'other' } });
   await http(s, 'POST', '/api/v1/namespaces/other/pods', pod('c'));
   await http(s, 'POST', '/api/v1/namespaces/default/pods', pod('d'));
-  const events = await w.waitFor(5);
+  const events = await w.waitFor(6);
   t.same(
     events.slice(2).map((e) => [e.type, e.object.metadata.name]),
     [
       ['MODIFIED', 'a'],
+      // A pod delete first writes deletionTimestamp and the grace period, then removes the pod.
+      ['MODIFIED', 'b'],
       ['DELETED', 'b'],
       ['ADDED', 'd'],
     ],
     'namespace-scoped watch ignores other namespaces',
   );
-  const deleted = events[3].object;
-  t.ok(Number(deleted.metadata.resourceVersion) > Number(events[2].object.metadata.resourceVersion), 'DELETED carries the deletion resourceVersion');
+  const deleted = events[4].object;
+  t.ok(Number(deleted.metadata.resourceVersion) > Number(events[3].object.metadata.resourceVersion), 'DELETED carries the deletion resourceVersion');
+  t.equal(deleted.metadata.deletionGracePeriodSeconds, 0);
   t.equal(s.activeWatches('pods'), 1);
   t.equal(s.requests.find((r) => r.verb === 'watch')?.resource, 'pods');
 });
@@ -146,7 +112,31 @@ t.test('bookmarks: on demand, periodic with an injected clock, and initial-event
   await s.waitForWatch('nodes', 2);
   s.sendBookmarks();
   const ev = await w.waitFor(1);
-  t.same(ev[0], { type: 'BOOKMARK', object: { kind: 'Node', apiVersion: 'v1', metadata: { resourceVersion: rv } } });
+  // An empty Node (Go's zero value as encoding/json writes it) with only the resourceVersion set, as kube sends.
+  t.same(ev[0], {
+    type: 'BOOKMARK',
+    object: {
+      kind: 'Node',
+      apiVersion: 'v1',
+      metadata: { resourceVersion: rv, creationTimestamp: null },
+      spec: {},
+      status: {
+        daemonEndpoints: { kubeletEndpoint: { Port: 0 } },
+        nodeInfo: {
+          machineID: '',
+          systemUUID: '',
+          bootID: '',
+          kernelVersion: '',
+          osImage: '',
+          containerRuntimeVersion: '',
+          kubeletVersion: '',
+          kubeProxyVersion: '',
+          operatingSystem: '',
+          architecture: '',
+        },
+      },
+    },
+  });
   await http(s, 'PATCH', '/api/v1/nodes/n1', { metadata: { labels: { a: 'b' } } }, 'application/merge-patch+json');
   await w.waitFor(2);
   clock.advance(1000);
