@@ -13,3 +13,4 @@ export * from './api-errors.js';
 export * from './json.js';
 export * from './time-format.js';
 export * from './fs-errors.js';
+export * from './container-port.js';

@@ -1,5 +1,5 @@
 // The outcome of one probe (Go: pkg/probe Result) and helpers shared by the single probers.
-import { readFileSync } from 'node:fs';
+import { kubeletUserAgent, packageVersion } from '@kubelet-ts/core';
 
 /**
  * What one probe run found (Go: probe.Result). `warning` is a success with something the user should
@@ -19,20 +19,10 @@ export const MAX_PROBE_OUTPUT_BYTES = 10 * 1024;
 
 /** The probe's User-Agent for a kubelet version: `v1.31.2` or `1.31.2` -> `kube-probe/1.31` (Go: userAgent). */
 export function probeUserAgent(kubeletVersion: string): string {
-  const match = /^v?(\d+)\.(\d+)/.exec(kubeletVersion.trim());
-  return match ? `kube-probe/${match[1]}.${match[2]}` : `kube-probe/${kubeletVersion.trim().replace(/^v/, '')}`;
+  return kubeletUserAgent('probe', kubeletVersion);
 }
 
-function ownVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return '0.0';
-  }
-}
-
-/** The User-Agent used when none is given: `kube-probe/<major>.<minor>` of this package. */
-export const DEFAULT_PROBE_USER_AGENT = probeUserAgent(ownVersion());
+export const DEFAULT_PROBE_USER_AGENT = probeUserAgent(packageVersion(new URL('../package.json', import.meta.url)));
 
 /** Go's net.JoinHostPort: brackets an IPv6 literal. */
 export function joinHostPort(host: string, port: number | string): string {

@@ -38,7 +38,6 @@ export {
   httpGetActionUrl,
   lifecycleRequestHeaders,
   lifecycleUserAgent,
-  resolveContainerPort,
   DEFAULT_LIFECYCLE_USER_AGENT,
   MAX_LIFECYCLE_RESPONSE_BODY_BYTES,
   type HandlerRunnerOptions,

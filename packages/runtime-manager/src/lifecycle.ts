@@ -2,10 +2,9 @@
 // pkg/probe/http/request.go, pkg/probe/util.go; the kubelet's insecureContainerLifecycleHTTPClient).
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { V1Container, V1HTTPGetAction, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
-import { abortReason, errorText, podRef, type ContainerID, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import { abortReason, errorText, kubeletUserAgent, packageVersion, podRef, resolveContainerPort, type ContainerID, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { CallOptions, ExecSyncResult } from '@kubelet-ts/cri-client';
 import { formatPod } from './helpers.js';
 
@@ -17,37 +16,7 @@ const REDIRECT_CODES = new Set([301, 302, 303, 307, 308]);
 
 /** The User-Agent of lifecycle hook requests for a kubelet version (Go: userAgent("lifecycle")): `kube-lifecycle/1.31`. */
 export function lifecycleUserAgent(kubeletVersion: string): string {
-  const match = /^v?(\d+)\.(\d+)/.exec(kubeletVersion.trim());
-  return match ? `kube-lifecycle/${match[1]}.${match[2]}` : `kube-lifecycle/${kubeletVersion.trim().replace(/^v/, '')}`;
-}
-
-function ownVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-  } catch {
-    return '0.0';
-  }
-}
-
-/** Go's strconv.Atoi: an optional sign and decimal digits. */
-function atoi(text: string): number {
-  if (!/^[+-]?\d+$/.test(text)) throw new Error(`strconv.Atoi: parsing ${JSON.stringify(text)}: invalid syntax`);
-  return Number.parseInt(text, 10);
-}
-
-/**
- * A handler's port as a number (Go: probe.ResolveContainerPort): a number, the name of one of the
- * container's ports, or a number written as a string; 1..65535.
- */
-export function resolveContainerPort(port: number | string | undefined, container: V1Container | undefined): number {
-  let value: number;
-  if (typeof port === 'number') value = port;
-  else if (typeof port === 'string') {
-    const named = container?.ports?.find((p) => p.name === port);
-    value = named ? named.containerPort : atoi(port);
-  } else throw new Error(`intOrString had no kind: ${JSON.stringify(port)}`);
-  if (Number.isInteger(value) && value > 0 && value < 65536) return value;
-  throw new Error(`invalid port number: ${value}`);
+  return kubeletUserAgent('lifecycle', kubeletVersion);
 }
 
 /** Go's net.JoinHostPort: brackets an IPv6 literal. */
@@ -239,7 +208,7 @@ export interface HandlerRunnerOptions {
 }
 
 /** Go: the default User-Agent of hook requests. */
-export const DEFAULT_LIFECYCLE_USER_AGENT = lifecycleUserAgent(ownVersion());
+export const DEFAULT_LIFECYCLE_USER_AGENT = lifecycleUserAgent(packageVersion(new URL('../package.json', import.meta.url)));
 
 /**
  * Runs lifecycle handlers (Go: lifecycle.handlerRunner). A failed handler rejects with an Error whose

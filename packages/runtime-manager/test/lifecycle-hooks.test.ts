@@ -1,11 +1,10 @@
 import t from 'tap';
 import type { V1Container, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
-import { isAbortError, podSyncError } from '@kubelet-ts/core';
+import { isAbortError, podSyncError, resolveContainerPort } from '@kubelet-ts/core';
 import {
   httpGetActionUrl,
   lifecycleRequestHeaders,
   lifecycleUserAgent,
-  resolveContainerPort,
   DEFAULT_LIFECYCLE_USER_AGENT,
 } from '../src/index.js';
 import { closedPort, startHookServer } from './hook-server.js';
