@@ -4,7 +4,8 @@ import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { KubeConfig, type V1Pod, type V1PodStatus } from '@kubernetes/client-node';
+import type { NodeStatusManager } from '@kubelet-ts/node-status';
 import type { RuntimePod } from '@kubelet-ts/core';
 import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import { makeTestPod } from '@kubelet-ts/pod-config/testing';
@@ -405,4 +406,31 @@ t.test('a second delete with a shorter grace period cancels the kill in progress
     [1],
     'the runtime is asked to kill again, with the shorter grace period (the cancelled call never reached it)',
   );
+});
+
+t.test('node status lists the images image GC keeps, not a ListImages of its own (Go: imageManager.GetImageList)', async (t) => {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:1', skipTLSVerify: true }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  const env = setupKubelet({
+    register: (c) => {
+      c.register(Tokens.KubeConfig, { useValue: kubeConfig });
+      c.register(Tokens.ImageGC, {
+        useValue: {
+          start: () => undefined,
+          stop: async () => undefined,
+          getImageList: () => [{ id: 'sha256:aaa', repoTags: ['busybox:1.36'], repoDigests: [], size: 1000, pinned: false }],
+        },
+      });
+    },
+  });
+  t.teardown(env.stop);
+  const nodeStatus = env.container.resolve<NodeStatusManager>(Tokens.NodeStatus);
+  const node = await nodeStatus.initialNode();
+  // The image service here is a CRI client of a socket that does not exist: a ListImages of its own would fail.
+  t.same(node.status?.images, [{ names: ['busybox:1.36'], sizeBytes: 1000 }], 'the images of image GC\'s cache');
 });
