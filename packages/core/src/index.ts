@@ -14,3 +14,4 @@ export * from './json.js';
 export * from './time-format.js';
 export * from './fs-errors.js';
 export * from './container-port.js';
+export * from './net-errors.js';

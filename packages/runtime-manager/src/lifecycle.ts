@@ -4,7 +4,20 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { isIP } from 'node:net';
 import type { V1Container, V1HTTPGetAction, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
-import { abortReason, errorText, kubeletUserAgent, packageVersion, podRef, resolveContainerPort, type ContainerID, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import {
+  abortReason,
+  errorCode,
+  errorText,
+  goDialError,
+  joinHostPort,
+  kubeletUserAgent,
+  packageVersion,
+  podRef,
+  resolveContainerPort,
+  type ContainerID,
+  type EventRecorder,
+  type Logger,
+} from '@kubelet-ts/core';
 import type { CallOptions, ExecSyncResult } from '@kubelet-ts/cri-client';
 import { formatPod } from './helpers.js';
 
@@ -17,11 +30,6 @@ const REDIRECT_CODES = new Set([301, 302, 303, 307, 308]);
 /** The User-Agent of lifecycle hook requests for a kubelet version (Go: userAgent("lifecycle")): `kube-lifecycle/1.31`. */
 export function lifecycleUserAgent(kubeletVersion: string): string {
   return kubeletUserAgent('lifecycle', kubeletVersion);
-}
-
-/** Go's net.JoinHostPort: brackets an IPv6 literal. */
-function joinHostPort(host: string, port: number | string): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /** The URL of an httpGet handler (Go: GetProbeUrl + formatURL): scheme (default http), host (default podIP), port, path. */
@@ -57,21 +65,6 @@ export function lifecycleRequestHeaders(httpHeaders: Array<{ name: string; value
   return headers;
 }
 
-const errnoText: Record<string, string> = {
-  ECONNREFUSED: 'connect: connection refused',
-  EHOSTUNREACH: 'connect: no route to host',
-  ENETUNREACH: 'connect: network is unreachable',
-  EADDRNOTAVAIL: 'connect: cannot assign requested address',
-  EACCES: 'connect: permission denied',
-  EPERM: 'connect: operation not permitted',
-  ETIMEDOUT: 'i/o timeout',
-};
-
-function errorCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
 /** A TLS handshake answered in plain HTTP: OpenSSL sees "HTTP/" where a record header belongs. */
 function isHttpResponseToHttps(err: unknown): boolean {
   const code = errorCode(err);
@@ -82,10 +75,8 @@ function isHttpResponseToHttps(err: unknown): boolean {
 /** What went wrong, as Go's net/http says it (the part after `Get "<url>": `). */
 function transportErrorText(err: unknown, url: URL): string {
   const code = errorCode(err);
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return `dial tcp: lookup ${host}: no such host`;
-  if (code && errnoText[code]) return `dial tcp ${joinHostPort(host, port)}: ${errnoText[code]}`;
+  const dial = goDialError(err, url.hostname, url.port || (url.protocol === 'https:' ? '443' : '80'));
+  if (dial) return dial;
   if (isHttpResponseToHttps(err)) return 'http: server gave HTTP response to HTTPS client';
   // The server closed the connection without an answer.
   if (code === 'ECONNRESET') return errorText(err) === 'socket hang up' ? 'EOF' : 'read: connection reset by peer';
