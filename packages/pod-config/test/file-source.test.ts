@@ -78,7 +78,8 @@ t.test('a malformed file is reported once with its name and skipped; the other p
   source.start();
   await source.settled();
   t.same(rec.names(), ['good-node-1']);
-  const errors = logger.entries.filter((e) => e.level === 'error');
+  // Files are read concurrently, so their errors may be logged in either order.
+  const errors = logger.entries.filter((e) => e.level === 'error').sort((a, b) => String(a.kv.path).localeCompare(String(b.kv.path)));
   t.equal(errors.length, 2, logger.lines().join('\n'));
   t.match(String((errors[0].err as Error).message), new RegExp(`^${join(dir, 'bad.yaml')}: couldn't parse as pod`));
   t.equal(errors[0].kv.path, join(dir, 'bad.yaml'));
