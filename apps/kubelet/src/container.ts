@@ -49,7 +49,7 @@ export const Tokens = {
   StatusManager: Symbol.for('kubelet-ts.StatusManager'),
   MirrorPods: Symbol.for('kubelet-ts.MirrorPods'),
   HostIPs: Symbol.for('kubelet-ts.HostIPs'),
-  NodeForAdmission: Symbol.for('kubelet-ts.NodeForAdmission'),
+  NodeAnyWay: Symbol.for('kubelet-ts.NodeAnyWay'),
   DnsConfigurer: Symbol.for('kubelet-ts.DnsConfigurer'),
   ServiceLister: Symbol.for('kubelet-ts.ServiceLister'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
@@ -148,10 +148,11 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return kubeConfig ? newNodeStatusManager(c, kubeConfig) : undefined;
     }),
   );
-  // Go: getNodeAnyWay: the API server's Node once synced, else the Node as the kubelet would register it (computed
-  // locally, at most once per node status update period: it resolves addresses and reads machine facts).
+  // Go: getNodeAnyWay, for pod admission and the host IPs: the API server's Node once synced, else the Node as the
+  // kubelet would register it (computed locally, at most once per node status update period: it resolves addresses
+  // and reads machine facts).
   c.register<() => Promise<V1Node | undefined>>(
-    Tokens.NodeForAdmission,
+    Tokens.NodeAnyWay,
     singleton((c) => {
       const apiNodeStatus = c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus);
       const local = apiNodeStatus ?? newNodeStatusManager(c, NO_API_SERVER, false);
@@ -222,9 +223,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     singleton(
       (c) =>
         new NodeHostIPs({
-          nodeName: config.nodeName,
-          hostname: config.nodeName,
-          nodeIP: config.nodeIP,
+          getNode: c.resolve(Tokens.NodeAnyWay),
           lastNode: () => c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus)?.lastNode(),
           logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'host-ips' }),
         }),
@@ -389,7 +388,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           mirrorPods: c.resolve(Tokens.MirrorPods),
           hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),
           recorder: c.resolve(Tokens.EventRecorder),
-          getNode: c.resolve(Tokens.NodeForAdmission),
+          getNode: c.resolve(Tokens.NodeAnyWay),
           allowedUnsafeSysctls: config.allowedUnsafeSysctls,
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),

@@ -1,41 +1,29 @@
 import { isIP } from 'node:net';
 import type { V1Node } from '@kubernetes/client-node';
 import { noopLogger, type Logger } from '@kubelet-ts/core';
-import { hostInterfaceAddresses, lookupHostWithTimeout, parseNodeIPs, resolveNodeIPs } from '@kubelet-ts/node-status';
 
 /**
- * The node's host IPs (Go: Kubelet.GetHostIPs): from the Node's addresses as the API server has them, else,
- * standalone, from the same detection node status uses (--node-ip, the hostname, DNS, an interface).
+ * The node's host IPs (Go: Kubelet.GetHostIPs, GetNodeHostIPs of getNodeAnyWay): the addresses of the Node as the
+ * API server last gave it, else of the Node as the kubelet would register it (standalone, or before registration).
  */
 export class NodeHostIPs {
-  private detected: string[] = [];
+  private known: string[] = [];
 
   constructor(
     private readonly opts: {
-      nodeName: string;
-      hostname: string;
-      nodeIP?: string;
+      /** Go: getNodeAnyWay; its node status setters detect the addresses (--node-ip, the hostname, DNS, an interface). */
+      getNode: () => Promise<V1Node | undefined>;
       /** The Node as last synced with the API server (API server mode). */
       lastNode?: () => V1Node | undefined;
       logger?: Logger;
     },
   ) {}
 
-  /** Detects the addresses for when no Node is known yet; errors are logged, never thrown. */
+  /** Learns the addresses for when no synced Node is known; errors are logged, never thrown. */
   async detect(): Promise<void> {
-    const interfaces = () => hostInterfaceAddresses().map((a) => a.address);
     try {
-      this.detected = await resolveNodeIPs({
-        nodeName: this.opts.nodeName,
-        hostname: this.opts.hostname,
-        nodeIPs: parseNodeIPs(this.opts.nodeIP),
-        interfaceAddresses: interfaces,
-        lookupHost: (name) => lookupHostWithTimeout(name),
-        defaultRouteAddresses: () =>
-          hostInterfaceAddresses()
-            .filter((a) => !a.internal)
-            .map((a) => a.address),
-      });
+      const node = await this.opts.getNode();
+      if (node) this.known = nodeHostIPs(node);
     } catch (error) {
       (this.opts.logger ?? noopLogger).error('Failed to detect the node IPs', error);
     }
@@ -45,7 +33,7 @@ export class NodeHostIPs {
   get(): string[] {
     const node = this.opts.lastNode?.();
     const fromNode = node ? nodeHostIPs(node) : [];
-    return fromNode.length > 0 ? fromNode : this.detected;
+    return fromNode.length > 0 ? fromNode : this.known;
   }
 }
 

@@ -116,7 +116,6 @@ export interface ProbeManagerLike {
 }
 
 export interface ProbeResults {
-  get(containerId: string): string | undefined;
   updates(signal?: AbortSignal): AsyncIterable<{ containerId: string; result: string; podUID: string }>;
 }
 
@@ -541,7 +540,7 @@ export class Kubelet implements PodSyncer {
     const uid = pod.metadata!.uid!;
     const apiStatus = this.updateStatus(pod, podStatus);
     this.logger.v(4).info('SyncPod enter', { pod: podRef(pod), updateType });
-    if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') return true;
+    if (isPodPhaseTerminal(apiStatus.phase)) return true;
     // Go: pods that need the pod network wait for it; host-network pods go on.
     const networkError = this.runtimeState.networkErrors()[0];
     if (networkError && !pod.spec?.hostNetwork) {

@@ -40,7 +40,7 @@ export function setupKubelet(opts: { flags?: string[]; runtime?: FakeContainerRu
   c.register(Tokens.PodCache, { useValue: new PodCache({ clock }) });
   c.register(Tokens.PLEG, { useValue: pleg });
   c.register(Tokens.PodSourceConfig, { useValue: { podConfig, stop: async () => podConfig.close() } });
-  c.register(Tokens.NodeForAdmission, { useValue: async () => testNode() });
+  c.register(Tokens.NodeAnyWay, { useValue: async () => testNode() });
   opts.register?.(c, clock);
   const kubelet = c.resolve<Kubelet>(Tokens.Kubelet);
   const controller = new AbortController();

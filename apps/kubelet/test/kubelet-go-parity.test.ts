@@ -14,6 +14,7 @@ import { FakeProber } from '@kubelet-ts/prober/testing';
 import { FakeContainerRuntime } from '@kubelet-ts/runtime-manager/testing';
 import { Tokens, type StatusManagerLike } from '../src/index.js';
 import { setupKubelet } from './kubelet-env.js';
+import type { DependencyContainer } from 'tsyringe';
 
 const statusOf = (env: ReturnType<typeof setupKubelet>, pod: V1Pod) => env.kubelet.getPodStatus(pod.metadata!.uid!);
 const containerStatus = (status: V1PodStatus | undefined, name: string) => status?.containerStatuses?.find((c) => c.name === name);
@@ -30,12 +31,15 @@ async function startPod(env: ReturnType<typeof setupKubelet>, pod: V1Pod): Promi
   await env.settle(() => statusOf(env, pod)?.phase === 'Running');
 }
 
-function withProber(prober: FakeProber) {
+/** The kubelet with a real ProbeManager whose probes the fake prober answers. */
+function withProber(prober: FakeProber, register?: (c: DependencyContainer) => void) {
   return setupKubelet({
-    register: (c, clock) =>
+    register: (c, clock) => {
       c.register(Tokens.ProbeManagerFactory, {
         useValue: (getPodStatus: (uid: string) => V1PodStatus | undefined) => new ProbeManager({ getPodStatus, prober, clock }),
-      }),
+      });
+      register?.(c);
+    },
   });
 }
 
@@ -199,14 +203,7 @@ t.test('probe results reach the status manager at once (Go: SetContainerReadines
   };
   const prober = new FakeProber();
   prober.set('readiness', 'failure');
-  const env = setupKubelet({
-    register: (c, clock) => {
-      c.register(Tokens.StatusManager, { useValue: statusManager });
-      c.register(Tokens.ProbeManagerFactory, {
-        useValue: (getPodStatus: (uid: string) => V1PodStatus | undefined) => new ProbeManager({ getPodStatus, prober, clock }),
-      });
-    },
-  });
+  const env = withProber(prober, (c) => c.register(Tokens.StatusManager, { useValue: statusManager }));
   t.teardown(env.stop);
   const pod = makeTestPod({ name: 'web', containers: ['app'] });
   pod.spec!.containers[0].readinessProbe = { exec: { command: ['true'] }, periodSeconds: 1 };
