@@ -227,8 +227,8 @@ export async function kubeletRequests(server: WireServer, suffix: string, option
 }
 
 /** A watch from a resourceVersion the server no longer has: how it says so. */
-export async function watchFromTooOld(server: WireServer, resourceVersion: string): Promise<Outcome> {
-  const watched = await watchEvents(server, `/api/v1/pods?watch=true&resourceVersion=${resourceVersion}&allowWatchBookmarks=true`, 1);
+export async function watchFromTooOld(server: WireServer, resourceVersion: string, collection = '/api/v1/pods'): Promise<Outcome> {
+  const watched = await watchEvents(server, `${collection}?watch=true&resourceVersion=${resourceVersion}&allowWatchBookmarks=true`, 1);
   const first = watched.events[0];
   return {
     httpStatus: watched.status,

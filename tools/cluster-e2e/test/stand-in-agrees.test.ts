@@ -4,6 +4,7 @@
 import t from 'tap';
 import { startTestApiServer } from '@kubelet-ts/test-apiserver';
 import { adminWireServer, ensureCluster, kubeletRequests, watchFromTooOld, wire, type Outcome } from '../src/index.js';
+import { customResourceTooOld } from '../src/differential.js';
 
 type Json = Record<string, any>;
 
@@ -17,7 +18,14 @@ const suffix = Math.random().toString(36).slice(2, 7);
 const fromReal = await kubeletRequests(real, suffix, { waitForServiceAccount: true });
 const fromStandIn = await kubeletRequests({ url: standIn.url }, suffix, { waitForServiceAccount: false });
 for (let i = 0; i < 25; i++) await wire({ url: standIn.url }, 'POST', '/api/v1/namespaces', { metadata: { name: `history-${i}` } });
-fromReal.watchTooOld = await watchFromTooOld(real, '1');
+// The real server's pod watch cache may still hold version 1 when the cluster is new: a collection made for the run
+// has a watch cache that starts after it, as stand-in-vs-real does.
+const tooOld = await customResourceTooOld(real, suffix);
+try {
+  fromReal.watchTooOld = await watchFromTooOld(real, tooOld.resourceVersion, tooOld.path);
+} finally {
+  await tooOld.cleanup();
+}
 fromStandIn.watchTooOld = await watchFromTooOld({ url: standIn.url }, '1');
 
 /** Intended differences, applied to the stand-in's outcome before comparing. */
