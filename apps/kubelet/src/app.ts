@@ -11,6 +11,7 @@ import { HealthzServer } from './healthz.js';
 import type { NodeHostIPs } from './host-ips.js';
 import type { ServiceLister } from './service-lister.js';
 import type { DnsConfigurer } from '@kubelet-ts/runtime-manager';
+import type { ConfigMapManager, SecretManager, TokenManager } from '@kubelet-ts/volume-manager';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { runOnce, type RunPodResult } from './run-once.js';
 import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/status-manager';
@@ -76,6 +77,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
         c.resolve<NodeLeaseController | undefined>(Tokens.NodeLease),
         c.resolve<KubeletStatusManager | undefined>(Tokens.StatusManager),
         c.resolve<ServiceLister | undefined>(Tokens.ServiceLister),
+        c.resolve<TokenManager | undefined>(Tokens.TokenManager),
       ].filter(
         (part): part is NonNullable<typeof part> => part !== undefined,
       );
@@ -106,6 +108,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   const teardown = async () => {
     await healthz?.stop();
     await Promise.all(apiServerParts.map((part) => part.stop()));
+    await Promise.all([c.resolve<ConfigMapManager | undefined>(Tokens.ConfigMapManager)?.stop(), c.resolve<SecretManager | undefined>(Tokens.SecretManager)?.stop()]);
     await recorder.stop();
     await sources.stop();
     const runtimeService = c.resolve<RemoteRuntimeService>(Tokens.RuntimeService);

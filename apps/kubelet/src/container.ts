@@ -18,6 +18,22 @@ import { NodeLeaseController, NodeStatusManager, type KubeClient } from '@kubele
 import { ConfigError } from './config.js';
 import { NodeHostIPs } from './host-ips.js';
 import { ServiceLister } from './service-lister.js';
+import { join } from 'node:path';
+import { cpus, totalmem } from 'node:os';
+import {
+  ConfigMapManager,
+  KubeletVolumeManager,
+  SecretManager,
+  SystemMounter,
+  TokenManager,
+  createConfigMapManager,
+  createPersistentVolumeGetter,
+  createSecretManager,
+  createTokenRequester,
+  defaultVolumePlugins,
+  type Mounter,
+} from '@kubelet-ts/volume-manager';
+import { configMapAndSecretSource, criMountsFor, pullSecretsFor, referencesObject } from './volumes.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
@@ -52,6 +68,11 @@ export const Tokens = {
   NodeAnyWay: Symbol.for('kubelet-ts.NodeAnyWay'),
   DnsConfigurer: Symbol.for('kubelet-ts.DnsConfigurer'),
   ServiceLister: Symbol.for('kubelet-ts.ServiceLister'),
+  Mounter: Symbol.for('kubelet-ts.Mounter'),
+  ConfigMapManager: Symbol.for('kubelet-ts.ConfigMapManager'),
+  SecretManager: Symbol.for('kubelet-ts.SecretManager'),
+  TokenManager: Symbol.for('kubelet-ts.TokenManager'),
+  VolumeManagerFactory: Symbol.for('kubelet-ts.VolumeManagerFactory'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
@@ -120,6 +141,10 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       healthChecks: () => {
         const state = c.resolve<Kubelet>(Tokens.Kubelet).runtimeState;
         return { runtimeErrors: state.runtimeErrors(), networkErrors: state.networkErrors() };
+      },
+      volumesInUse: {
+        synced: () => c.resolve<Kubelet>(Tokens.Kubelet).volumeManager?.reconcilerStatesHasBeenSynced() ?? false,
+        list: () => c.resolve<Kubelet>(Tokens.Kubelet).volumeManager?.getVolumesInUse() ?? [],
       },
       // Go: the node's images come from the image manager's cache, refreshed by image GC's detection.
       imageList: async () => c.resolve<Partial<Pick<ImageGCManager, 'getImageList'>> | undefined>(Tokens.ImageGC)?.getImageList?.() ?? [],
@@ -285,6 +310,9 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           dnsConfigFor: (pod) => c.resolve<DnsConfigurer>(Tokens.DnsConfigurer).getPodDNS(pod),
           clusterDomain: config.clusterDomain,
           services: c.resolve<ServiceLister | undefined>(Tokens.ServiceLister),
+          configMapsAndSecrets: configMapAndSecretSource(c.resolve(Tokens.ConfigMapManager), c.resolve(Tokens.SecretManager)),
+          // Resolved per container: the volume manager belongs to the kubelet, built after the runtime manager.
+          mountsFor: (pod, container, env) => criMountsFor(c.resolve<Kubelet>(Tokens.Kubelet).volumeManager, pod, container, env),
           kubeletVersion: KUBELET_VERSION,
         }),
     ),
@@ -368,6 +396,67 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return probes;
     },
   });
+  // Volumes (Go: the volume plugin manager, the secret/configMap/token managers and the volume manager).
+  c.register<Mounter>(Tokens.Mounter, singleton(() => new SystemMounter()));
+  c.register<ConfigMapManager | undefined>(
+    Tokens.ConfigMapManager,
+    singleton((c) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      return kubeConfig && createConfigMapManager(kubeConfig, { clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger) });
+    }),
+  );
+  c.register<SecretManager | undefined>(
+    Tokens.SecretManager,
+    singleton((c) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      return kubeConfig && createSecretManager(kubeConfig, { clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger) });
+    }),
+  );
+  c.register<TokenManager | undefined>(
+    Tokens.TokenManager,
+    singleton((c) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      if (!kubeConfig) return undefined;
+      return new TokenManager({
+        requestToken: createTokenRequester(kubeConfig),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'token-manager' }),
+      });
+    }),
+  );
+  c.register<NonNullable<KubeletOptions['createVolumeManager']>>(Tokens.VolumeManagerFactory, {
+    useFactory: (c: DependencyContainer) => (pods, podState) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      const configMaps = c.resolve<ConfigMapManager | undefined>(Tokens.ConfigMapManager);
+      const secrets = c.resolve<SecretManager | undefined>(Tokens.SecretManager);
+      const tokens = c.resolve<TokenManager | undefined>(Tokens.TokenManager);
+      const manager = new KubeletVolumeManager({
+        podsDir: join(config.rootDir, 'pods'),
+        nodeName: config.nodeName,
+        plugins: defaultVolumePlugins(),
+        mounter: c.resolve(Tokens.Mounter),
+        pods,
+        podState,
+        configMaps,
+        secrets,
+        tokens,
+        persistentVolumes: kubeConfig && createPersistentVolumeGetter(kubeConfig),
+        node: {
+          allocatableMilliCpu: cpus().length * 1000,
+          allocatableMemoryBytes: totalmem(),
+          hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),
+        },
+        sourcesReady: () => c.resolve<PodSourceConfig>(Tokens.PodSourceConfig).podConfig.sourcesReady(),
+        recorder: c.resolve(Tokens.EventRecorder),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'volume-manager' }),
+      });
+      // A referenced object that changes reaches the pods' files at once, not at their next periodic sync.
+      configMaps?.onChange((namespace, name) => manager.remountPodsReferencing((pod) => referencesObject(pod, 'configmap', namespace, name)));
+      secrets?.onChange((namespace, name) => manager.remountPodsReferencing((pod) => referencesObject(pod, 'secret', namespace, name)));
+      return manager;
+    },
+  });
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
     Tokens.Kubelet,
@@ -384,6 +473,9 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           imageGC: c.resolve(Tokens.ImageGC),
           createContainerGC: c.resolve(Tokens.ContainerGCFactory),
           createProbeManager: c.resolve(Tokens.ProbeManagerFactory),
+          createVolumeManager: c.resolve(Tokens.VolumeManagerFactory),
+          podObjectRegistries: [c.resolve<SecretManager | undefined>(Tokens.SecretManager), c.resolve<ConfigMapManager | undefined>(Tokens.ConfigMapManager)].filter((m) => m !== undefined),
+          getPullSecrets: pullSecretsFor(c.resolve<SecretManager | undefined>(Tokens.SecretManager), c.resolve<Logger>(Tokens.Logger)),
           statusManager: c.resolve(Tokens.StatusManager),
           mirrorPods: c.resolve(Tokens.MirrorPods),
           hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),

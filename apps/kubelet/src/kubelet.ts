@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
 import {
   containerRestartBackoff,
   isAbortError,
@@ -27,10 +27,11 @@ import {
   type RuntimePod,
 } from '@kubelet-ts/core';
 import type { PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
+import type { MountedVolume } from '@kubelet-ts/volume-manager';
 import type { PodSyncer, PodStatusFunc, PodWorkers, SyncPodType, UpdatePodOptions } from '@kubelet-ts/pod-workers';
 import { convertPodStatusToRunningPod } from '@kubelet-ts/runtime-manager';
 import { Mailbox } from './mailbox.js';
-import { PodManager } from './pod-manager.js';
+import { PodManager, type PodObjectRegistry } from './pod-manager.js';
 import { generateAPIPodStatus, isPodPhaseTerminal, needToReconcilePodReadiness, type WaitingReason } from '@kubelet-ts/status-manager';
 import { RuntimeState } from './runtime-state.js';
 import { ActiveDeadlineHandler, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPod, rejectPod, type PodAdmitHandler } from './lifecycle/index.js';
@@ -77,6 +78,15 @@ export interface KubeletOptions {
    * would register it. Without it every pod is admitted on resources, affinity and taints.
    */
   getNode?: () => Promise<V1Node | undefined>;
+  /**
+   * Builds the volume manager around the pod manager and the pod workers (Go: volumemanager.NewVolumeManager);
+   * without it pods get no volumes.
+   */
+  createVolumeManager?: (pods: { getPods(): V1Pod[] }, podState: VolumePodStateProvider) => KubeletVolumeManagerLike;
+  /** Go's secret and configMap managers: told of every pod the pod manager adds, updates or removes. */
+  podObjectRegistries?: PodObjectRegistry[];
+  /** The pod's image pull secrets (Go: getPullSecretsForPod, through the secret manager). */
+  getPullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
   /** --allowed-unsafe-sysctls. */
   allowedUnsafeSysctls?: string[];
   /** Called whenever a pod's reported status changes. */
@@ -84,6 +94,25 @@ export interface KubeletOptions {
   syncPeriodMs?: number;
   housekeepingPeriodMs?: number;
   runtimeCheckPeriodMs?: number;
+}
+
+/** What the kubelet needs of the volume manager (Go: volumemanager.VolumeManager). */
+export interface KubeletVolumeManagerLike {
+  start(signal?: AbortSignal): Promise<void>;
+  stop(): Promise<void>;
+  waitForAttachAndMount(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  waitForUnmount(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  podVolumesExist(podUid: string): boolean;
+  getMountedVolumesForPod(podUid: string): ReadonlyMap<string, MountedVolume>;
+  getVolumesInUse(): string[];
+  reconcilerStatesHasBeenSynced(): boolean;
+  cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<void>;
+}
+
+/** What the volume manager asks the pod workers. */
+export interface VolumePodStateProvider {
+  shouldPodContainersBeTerminating(uid: string): boolean;
+  shouldPodRuntimeBeRemoved(uid: string): boolean;
 }
 
 /** API server mode: where pod statuses go (Go: status.Manager). */
@@ -156,7 +185,8 @@ const BACKOFF_REASONS = new Set(['CrashLoopBackOff', 'ImagePullBackOff']);
  * runtime for each pod.
  */
 export class Kubelet implements PodSyncer {
-  readonly podManager = new PodManager();
+  readonly podManager: PodManager;
+  readonly volumeManager?: KubeletVolumeManagerLike;
   readonly runtimeState: RuntimeState;
   readonly podWorkers: ReturnType<KubeletOptions['createPodWorkers']>;
   readonly containerGC?: ContainerGCLoop;
@@ -188,7 +218,9 @@ export class Kubelet implements PodSyncer {
     this.backoff = containerRestartBackoff(this.clock);
     this.runtimeState = new RuntimeState(this.clock);
     this.runtimeState.addHealthCheck({ name: 'PLEG', check: () => options.pleg.healthy().error });
+    this.podManager = new PodManager(options.podObjectRegistries);
     this.podWorkers = options.createPodWorkers(this);
+    this.volumeManager = options.createVolumeManager?.(this.podManager, this.podWorkers);
     this.containerGC = options.createContainerGC?.(this.podWorkers);
     this.probeManager = options.createProbeManager?.((uid) => this.statuses.get(uid));
     this.admitHandlers = [new SysctlAllowlistAdmitHandler({ allowedUnsafeSysctls: options.allowedUnsafeSysctls })];
@@ -230,6 +262,12 @@ export class Kubelet implements PodSyncer {
     const { pleg, podSource } = this.options;
     const loops: Array<Promise<unknown>> = [];
     loops.push(until(() => this.updateRuntimeUp(), this.options.runtimeCheckPeriodMs ?? RUNTIME_CHECK_PERIOD_MS, signal, this.clock, { logger: this.logger, name: 'updateRuntimeUp' }));
+    // Go: the volume manager runs before the sync loop, so volumes found on disk are known before any pod syncs.
+    try {
+      await this.volumeManager?.start();
+    } catch (error) {
+      this.logger.error('Failed to start the volume manager', error);
+    }
     pleg.start();
     this.containerGC?.start(() => podSource.sourcesReady());
     this.options.imageGC?.start();
@@ -252,6 +290,7 @@ export class Kubelet implements PodSyncer {
       await pleg.stop();
       await Promise.all([this.containerGC?.stop(), this.options.imageGC?.stop(), this.probeManager?.stop()]);
       await this.podWorkers.stop();
+      await this.volumeManager?.stop();
       await Promise.allSettled(loops);
       this.logger.info('Kubelet sync loop stopped');
     }
@@ -526,6 +565,8 @@ export class Kubelet implements PodSyncer {
       this.logger.v(3).info('Pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)', { podUID: uid, pod: podRef(pod) });
       this.dispatch({ updateType: 'create', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
     }
+    // Go: cleanupOrphanedPodDirs: directories of pods no source and no worker knows, once their volumes are gone.
+    await this.volumeManager?.cleanupOrphanedPodDirs(new Set([...desiredUids, ...workers.keys()]));
     // Go: kl.backOff.GC(): forget the crash-loop backoff of containers not seen for a while.
     this.backoff.gc();
   }
@@ -556,7 +597,21 @@ export class Kubelet implements PodSyncer {
       () => undefined,
       (error: unknown) => error,
     );
-    const result = await this.options.runtime.syncPod(pod, podStatus, [], this.backoff, { signal });
+    // Go: volumes are mounted before containers start; a pod being terminated gets none.
+    if (this.volumeManager && !this.podWorkers.isPodTerminationRequested(uid)) {
+      try {
+        await this.volumeManager.waitForAttachAndMount(pod, signal);
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        const message = `Unable to attach or mount volumes: ${(error as Error).message}`;
+        this.options.recorder?.event(pod, 'Warning', KubeletEventReason.FailedMountVolume, message);
+        this.logger.error('Unable to attach or mount volumes for pod; skipping pod', error, { pod: podRef(pod) });
+        await dirs;
+        throw new Error(message, { cause: error });
+      }
+    }
+    const pullSecrets = (await this.options.getPullSecrets?.(pod)) ?? [];
+    const result = await this.options.runtime.syncPod(pod, podStatus, pullSecrets, this.backoff, { signal });
     const dirsError = await dirs;
     if (dirsError) {
       this.logger.error('Unable to make pod data directories for pod', dirsError, { pod: podRef(pod) });
@@ -597,8 +652,13 @@ export class Kubelet implements PodSyncer {
   async syncTerminatedPod(pod: V1Pod, podStatus: PodStatus): Promise<void> {
     const uid = pod.metadata!.uid!;
     this.updateStatus(pod, podStatus, true);
+    // Go: the API object may go (podResourcesAreReclaimed) only once the pod's volumes are torn down.
+    if (this.volumeManager) {
+      await this.volumeManager.waitForUnmount(pod);
+      this.logger.v(4).info('Pod termination unmounted volumes', { pod: podRef(pod) });
+    }
     this.options.statusManager?.terminatePod(pod);
-    if (!this.podManager.getPodByUid(uid)) {
+    if (!this.podManager.getPodByUid(uid) && !this.volumeManager?.podVolumesExist(uid)) {
       // The pod is gone from every source: its data directory goes (Go: housekeeping's orphaned pod
       // dirs); its dead containers and sandboxes are container GC's.
       await rm(this.podDir(uid), { recursive: true, force: true });

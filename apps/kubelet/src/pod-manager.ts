@@ -1,6 +1,12 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { isMirrorPod, podFullName } from '@kubelet-ts/core';
 
+/** Go's secret and configMap managers as the pod manager feeds them: the objects each pod references. */
+export interface PodObjectRegistry {
+  registerPod(pod: V1Pod): void;
+  unregisterPod(pod: V1Pod): void;
+}
+
 /**
  * The desired pods by UID and full name, and the API server's mirror pods of static pods (Go:
  * pod.Manager). Mirror pods are never run: they only carry a static pod's status to the API server.
@@ -10,6 +16,9 @@ export class PodManager {
   private readonly byFullName = new Map<string, V1Pod>();
   private readonly mirrorByFullName = new Map<string, V1Pod>();
   private readonly mirrorUidToFullName = new Map<string, string>();
+
+  /** Registries told of every pod added, updated or removed (mirror pods are not run, so not registered). */
+  constructor(private readonly registries: readonly PodObjectRegistry[] = []) {}
 
   addPod(pod: V1Pod): void {
     this.updatePod(pod);
@@ -24,6 +33,7 @@ export class PodManager {
       this.mirrorUidToFullName.set(uid, fullName);
       return;
     }
+    for (const registry of this.registries) registry.registerPod(pod);
     this.byUid.set(uid, pod);
     this.byFullName.set(fullName, pod);
   }
@@ -37,6 +47,8 @@ export class PodManager {
       this.mirrorUidToFullName.delete(uid);
       return;
     }
+    const known = this.byUid.get(uid);
+    if (known) for (const registry of this.registries) registry.unregisterPod(known);
     this.byUid.delete(uid);
     if (this.byFullName.get(fullName)?.metadata?.uid === uid) this.byFullName.delete(fullName);
   }

@@ -74,7 +74,14 @@ export async function runOnce(deps: RunOnceDeps, updates: AsyncIterable<PodUpdat
   const pods = first?.pods ?? [];
   for (const pod of pods) deps.kubelet.podManager.addPod(pod);
   deps.logger.info('Waiting for pods', { numPods: pods.length });
-  const results = await Promise.all(pods.map((pod) => runPod(deps, pod, signal)));
+  // The pods' volumes are set up by the volume manager's reconciler, which the sync loop would otherwise start.
+  await deps.kubelet.volumeManager?.start(signal);
+  let results: RunPodResult[];
+  try {
+    results = await Promise.all(pods.map((pod) => runPod(deps, pod, signal)));
+  } finally {
+    await deps.kubelet.volumeManager?.stop();
+  }
   const failed: string[] = [];
   for (const result of results) {
     if (result.error) {

@@ -10,6 +10,7 @@ import { PodConfig } from '@kubelet-ts/pod-config';
 import { FakePodSource } from '@kubelet-ts/pod-config/testing';
 import { FakePLEG } from '@kubelet-ts/pleg/testing';
 import { FakeContainerRuntime } from '@kubelet-ts/runtime-manager/testing';
+import { FakeMounter } from '@kubelet-ts/volume-manager/testing';
 import type { DependencyContainer } from 'tsyringe';
 import type { V1Node } from '@kubernetes/client-node';
 import { Kubelet, Tokens, parseFlags, registerKubeletDeps, resolveConfig } from '../src/index.js';
@@ -41,6 +42,8 @@ export function setupKubelet(opts: { flags?: string[]; runtime?: FakeContainerRu
   c.register(Tokens.PLEG, { useValue: pleg });
   c.register(Tokens.PodSourceConfig, { useValue: { podConfig, stop: async () => podConfig.close() } });
   c.register(Tokens.NodeAnyWay, { useValue: async () => testNode() });
+  // Volumes are set up for real under rootDir; only mounting (tmpfs, root only) is faked.
+  c.register(Tokens.Mounter, { useValue: new FakeMounter() });
   opts.register?.(c, clock);
   const kubelet = c.resolve<Kubelet>(Tokens.Kubelet);
   const controller = new AbortController();

@@ -15,3 +15,6 @@ export * from './time-format.js';
 export * from './fs-errors.js';
 export * from './container-port.js';
 export * from './net-errors.js';
+export * from './reflector.js';
+export * from './quantity.js';
+export * from './downward-api.js';

@@ -32,6 +32,7 @@ import {
   setAddresses,
   setDaemonEndpoints,
   setImages,
+  setVolumesInUse,
   setMachineInfo,
   setPressureCondition,
   setReadyCondition,
@@ -99,6 +100,11 @@ export interface NodeStatusManagerOptions {
   /** For the images list; `imageList` overrides it (e.g. with the image manager's cache). */
   imageService?: Pick<ImageService, 'listImages'>;
   imageList?: () => Promise<NodeImage[]>;
+  /**
+   * The volume manager's volumes in use for `status.volumesInUse`, set once its reconciler has synced its
+   * states (Go: the VolumesInUse setter); without it the field is left alone.
+   */
+  volumesInUse?: { synced(): boolean; list(): string[] };
   clock?: Clock;
   logger?: Logger;
   /** The kubelet's health for the Ready condition. Default: healthy. */
@@ -616,6 +622,10 @@ export class NodeStatusManager implements NodeStatusProvider {
         errors: [...(health.runtimeErrors ?? []), ...(health.networkErrors ?? []), ...(health.storageErrors ?? [])],
         recordEvent,
       });
+    });
+    await attempt('VolumesInUse', () => {
+      const volumes = this.opts.volumesInUse;
+      if (volumes?.synced()) setVolumesInUse(node, volumes.list());
     });
     await attempt('recordNodeSchedulableEvent', () => {
       const unschedulable = node.spec?.unschedulable ?? false;

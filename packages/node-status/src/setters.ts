@@ -316,3 +316,9 @@ export function zeroExtendedResources(node: V1Node): boolean {
   }
   return changed;
 }
+
+/** nodestatus.VolumesInUse: the attachable and device-mountable volumes the node's pods use; none is no field. */
+export function setVolumesInUse(node: V1Node, volumes: string[]): void {
+  node.status ??= {};
+  node.status.volumesInUse = volumes.length > 0 ? [...volumes] : undefined;
+}

@@ -389,3 +389,19 @@ t.test('the Node\'s pod CIDRs reach the runtime on each status sync (Go: updateP
   t.ok(logger.find('Error updating pod CIDR'), 'a runtime error is logged');
   t.ok(client.node('node-1')!.status?.conditions?.length, 'and the status sync still goes on');
 });
+
+t.test('volumesInUse comes from the volume manager once its reconciler has synced, as the Go setter', async (t) => {
+  const volumes = { synced: false, list: ['kubernetes.io/local-volume/pv-1'] };
+  const { clock, manager, node } = setup(t, { volumesInUse: { synced: () => volumes.synced, list: () => volumes.list } });
+  const registered = manager.registerNode();
+  await clock.advance(100);
+  await registered;
+  await manager.updateNodeStatus();
+  t.equal(node()!.status!.volumesInUse, undefined, 'not reported before the reconciler synced');
+  volumes.synced = true;
+  await manager.updateNodeStatus();
+  t.same(node()!.status!.volumesInUse, ['kubernetes.io/local-volume/pv-1']);
+  volumes.list = [];
+  await manager.updateNodeStatus();
+  t.notOk(node()!.status!.volumesInUse?.length, 'an empty list clears the field');
+});

@@ -10,13 +10,17 @@ import type {
 } from '@kubernetes/client-node';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
 import { expand } from './expansion.js';
+import { buildPodLogsDirectory } from './helpers.js';
 import {
-  buildPodLogsDirectory,
+  extractContainerResourceValue,
+  extractFieldPathAsString,
+  extractResourceValueByContainerName,
+  isStaticPod,
+  type EventRecorder,
   parseQuantity,
   quantityMilliValue,
   quantityValue,
-} from './helpers.js';
-import { isStaticPod } from '@kubelet-ts/core';
+} from '@kubelet-ts/core';
 import { podHostnameAndDomain, podSandboxHostname } from './hosts.js';
 import { newPodAnnotations, newPodLabels } from './labels.js';
 import { ipcNamespaceForPod, networkNamespaceForPod, pidNamespaceForPod } from './pod-actions.js';
@@ -264,27 +268,17 @@ export interface EnvContext {
   sources?: ConfigMapAndSecretSource;
   /** The cluster's services for the service variables; without it there are none (Go: no API server). */
   services?: ServiceSource;
+  /** Where the InvalidEnvironmentVariableNames warning of envFrom goes. */
+  recorder?: EventRecorder;
 }
 
+/** Go: validation.IsEnvVarName (the rule of Kubernetes up to 1.30). */
+const ENV_VAR_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+
+/** Go: podFieldSelectorRuntimeValue: the fields only the kubelet knows, then the object's own metadata. */
 function podFieldValue(pod: V1Pod, fieldPath: string, ctx: EnvContext): string {
-  const meta = pod.metadata ?? {};
-  const selector = /^metadata\.(labels|annotations)\['(.*)'\]$/.exec(fieldPath);
-  if (selector) {
-    const map = selector[1] === 'labels' ? meta.labels : meta.annotations;
-    return map?.[selector[2]] ?? '';
-  }
   const hostIPs = ctx.node.hostIPs?.() ?? (pod.status?.hostIPs?.map((h) => h.ip ?? '').filter(Boolean) ?? (pod.status?.hostIP ? [pod.status.hostIP] : []));
   switch (fieldPath) {
-    case 'metadata.name':
-      return meta.name ?? '';
-    case 'metadata.namespace':
-      return meta.namespace ?? '';
-    case 'metadata.uid':
-      return meta.uid ?? '';
-    case 'metadata.labels':
-      return Object.entries(meta.labels ?? {}).map(([k, v]) => `${k}="${v}"`).sort().join('\n');
-    case 'metadata.annotations':
-      return Object.entries(meta.annotations ?? {}).map(([k, v]) => `${k}="${v}"`).sort().join('\n');
     case 'spec.nodeName':
       return pod.spec?.nodeName ?? '';
     case 'spec.serviceAccountName':
@@ -297,35 +291,27 @@ function podFieldValue(pod: V1Pod, fieldPath: string, ctx: EnvContext): string {
       return ctx.podIP;
     case 'status.podIPs':
       return ctx.podIPs.join(',');
-    default:
-      throw new ContainerConfigError(`unsupported fieldPath: ${fieldPath}`);
+  }
+  try {
+    return extractFieldPathAsString(pod, fieldPath);
+  } catch (err) {
+    throw new ContainerConfigError((err as Error).message);
   }
 }
 
+/**
+ * Go: containerResourceRuntimeValue on the pod defaulted for the downward API: limits missing from
+ * the spec read as node allocatable (defaultPodLimitsForDownwardAPI).
+ */
 function resourceFieldValue(pod: V1Pod, container: V1Container, source: NonNullable<V1EnvVarSource['resourceFieldRef']>, ctx: EnvContext): string {
-  const target = source.containerName ? allContainers(pod).find((c) => c.name === source.containerName) : container;
-  if (!target) throw new ContainerConfigError(`container ${JSON.stringify(source.containerName)} not found in pod`);
-  const divisor = parseQuantity(source.divisor ?? '') || 1;
-  const limits = target.resources?.limits ?? {};
-  const requests = target.resources?.requests ?? {};
-  let value: number;
-  switch (source.resource) {
-    case 'limits.cpu':
-      value = limits['cpu'] !== undefined ? parseQuantity(limits['cpu']) : ctx.node.allocatableMilliCpu / 1000;
-      break;
-    case 'requests.cpu':
-      value = parseQuantity(requests['cpu'] ?? limits['cpu'] ?? '0');
-      break;
-    case 'limits.memory':
-      value = limits['memory'] !== undefined ? parseQuantity(limits['memory']) : ctx.node.allocatableMemoryBytes;
-      break;
-    case 'requests.memory':
-      value = parseQuantity(requests['memory'] ?? limits['memory'] ?? '0');
-      break;
-    default:
-      throw new ContainerConfigError(`unsupported container resource: ${source.resource}`);
+  const allocatable = { milliCpu: ctx.node.allocatableMilliCpu, memoryBytes: ctx.node.allocatableMemoryBytes };
+  try {
+    return source.containerName
+      ? extractResourceValueByContainerName(source, pod, source.containerName, allocatable)
+      : extractContainerResourceValue(source, container, allocatable);
+  } catch (err) {
+    throw new ContainerConfigError((err as Error).message);
   }
-  return String(Math.ceil(Math.round((value / divisor) * 1e6) / 1e6));
 }
 
 /**
@@ -366,7 +352,22 @@ export async function makeEnvironmentVariables(pod: V1Pod, container: V1Containe
       if (optional || kind === '') continue;
       throw new ContainerConfigError(`${kind} ${JSON.stringify(name)} not found`);
     }
-    for (const [key, value] of Object.entries(data)) env.set(prefix + key, value);
+    // Go: keys that are not valid variable names are skipped, with one warning per source.
+    const invalidKeys: string[] = [];
+    for (const [key, value] of Object.entries(data)) {
+      const name = prefix + key;
+      if (!ENV_VAR_NAME.test(name)) invalidKeys.push(name);
+      else env.set(name, value);
+    }
+    if (invalidKeys.length > 0) {
+      invalidKeys.sort();
+      ctx.recorder?.event(
+        pod,
+        'Warning',
+        'InvalidEnvironmentVariableNames',
+        `Keys [${invalidKeys.join(', ')}] from the EnvFrom ${kind === 'configmap' ? 'configMap' : 'secret'} ${namespace}/${name} were skipped since they are considered invalid environment variable names.`,
+      );
+    }
   }
 
   for (const variable of container.env ?? []) {

@@ -101,8 +101,8 @@ export interface GenericRuntimeManagerOptions {
   livenessResults?: ProbeResultLookup;
   /** Startup probe results by container id (`type://id`). */
   startupResults?: ProbeResultLookup;
-  /** Volume mounts for a container; the volume manager provides them later. Default: none. */
-  mountsFor?: (pod: V1Pod, container: V1Container) => runtimeapi.MountInit[] | Promise<runtimeapi.MountInit[]>;
+  /** Volume mounts for a container, given its environment for subPathExpr (the volume manager provides them). Default: none. */
+  mountsFor?: (pod: V1Pod, container: V1Container, env: ReadonlyMap<string, string>) => runtimeapi.MountInit[] | Promise<runtimeapi.MountInit[]>;
   /** The per pod+image pull backoff. Default: 10 s doubling to 300 s. */
   imagePullBackoff?: Backoff;
   /** Where Pulling/Pulled/Created/Started/Killing/BackOff/Failed events go. Default: dropped. */
@@ -840,6 +840,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
       node: this.node,
       sources: this.opts.configMapsAndSecrets,
       services: this.opts.services,
+      recorder: this.recorder,
     });
     const meta = pod.metadata ?? {};
     const logDir = buildContainerLogsDirectory(this.podLogsRoot, meta.namespace ?? '', meta.name ?? '', meta.uid ?? '', container.name);
@@ -848,7 +849,13 @@ export class GenericRuntimeManager implements ContainerRuntime {
     } catch (err) {
       throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorMessage(err)}`);
     }
-    const mounts = [...((await this.opts.mountsFor?.(pod, container)) ?? [])];
+    let volumeMounts: runtimeapi.MountInit[];
+    try {
+      volumeMounts = (await this.opts.mountsFor?.(pod, container, env)) ?? [];
+    } catch (err) {
+      throw new ContainerConfigError(errorMessage(err));
+    }
+    const mounts = [...volumeMounts];
     const hostsMount = await this.makeEtcHostsMount(pod, container, podIPs);
     if (hostsMount) mounts.push(hostsMount);
     const terminationMount = await this.makeTerminationMessageMount(pod, container);

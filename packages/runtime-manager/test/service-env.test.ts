@@ -3,6 +3,7 @@
 import t from 'tap';
 import type { V1Container, V1Pod, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { ConfigSourceAnnotationKey } from '@kubelet-ts/core';
+import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
 import {
   envVarsFromServices,
@@ -177,4 +178,22 @@ t.test('the runtime manager: services in the container env; not synced is Create
     t.same(recorder.messages('Failed'), ['Error: services have not yet been read at least once, cannot construct envvars']);
     t.equal(runtime.calls.filter((c) => c.method === 'createContainer').length, 0);
   }
+});
+
+t.test('envFrom skips keys that are not valid variable names, with Go\'s InvalidEnvironmentVariableNames warning', async (t) => {
+  const recorder = new RecordingEventRecorder();
+  const sources = {
+    getConfigMap: async () => ({ good: '1', '1bad': '2', 'a b': '3' }),
+    getSecret: async () => undefined,
+  };
+  const [p, c] = envPod({ envFrom: [{ configMapRef: { name: 'cfg' } }, { prefix: 'P_', configMapRef: { name: 'cfg' } }] });
+  const env = await makeEnvironmentVariables(p, c, { podIP: '', podIPs: [], node, sources, recorder });
+  t.same([...env.keys()].sort(), ['P_1bad', 'P_good', 'good'], 'a prefix can make a key valid');
+  t.same(
+    recorder.events.map((e) => [e.type, e.reason, e.message]),
+    [
+      ['Warning', 'InvalidEnvironmentVariableNames', 'Keys [1bad, a b] from the EnvFrom configMap team/cfg were skipped since they are considered invalid environment variable names.'],
+      ['Warning', 'InvalidEnvironmentVariableNames', 'Keys [P_a b] from the EnvFrom configMap team/cfg were skipped since they are considered invalid environment variable names.'],
+    ],
+  );
 });

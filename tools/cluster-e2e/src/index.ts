@@ -4,3 +4,4 @@ export { removeRuntimePods, unmountAndRemove } from './node-cleanup.js';
 export { waitFor } from './wait.js';
 export { wire, watchEvents, type WireResponse, type WireServer } from './wire.js';
 export { kubeletRequests, normalize, watchFromTooOld, type Outcome } from './kubelet-requests.js';
+export * from './volume-workloads.js';

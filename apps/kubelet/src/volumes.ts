@@ -1,0 +1,81 @@
+// How the kubelet hands the volume manager's work to the runtime manager: container mounts as CRI mounts,
+// configMap and secret values for the environment, and image pull secrets (Go: makeMounts,
+// makeEnvironmentVariables and getPullSecretsForPod over the secret and configMap managers).
+import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { isNotFound, type Logger } from '@kubelet-ts/core';
+import { runtimeapi } from '@kubelet-ts/cri-client';
+import { expand, type ConfigMapAndSecretSource } from '@kubelet-ts/runtime-manager';
+import { configMapNamesOf, makeMounts, secretNamesOf, type ConfigMapGetter, type ContainerMount, type MountedVolume, type SecretGetter } from '@kubelet-ts/volume-manager';
+
+const CRI_PROPAGATION: Record<ContainerMount['propagation'], runtimeapi.MountPropagation> = {
+  Private: runtimeapi.MountPropagation.PROPAGATION_PRIVATE,
+  HostToContainer: runtimeapi.MountPropagation.PROPAGATION_HOST_TO_CONTAINER,
+  Bidirectional: runtimeapi.MountPropagation.PROPAGATION_BIDIRECTIONAL,
+};
+
+/** The CRI mounts of a container from its pod's set-up volumes; none without a volume manager. */
+export async function criMountsFor(
+  volumes: { getMountedVolumesForPod(podUid: string): ReadonlyMap<string, MountedVolume> } | undefined,
+  pod: V1Pod,
+  container: V1Container,
+  env: ReadonlyMap<string, string>,
+): Promise<runtimeapi.MountInit[]> {
+  if (!volumes || !container.volumeMounts?.length) return [];
+  const mounts = await makeMounts(pod, container, volumes.getMountedVolumesForPod(pod.metadata?.uid ?? ''), { env: new Map(env), expand });
+  return mounts.map((m) => ({
+    containerPath: m.containerPath,
+    hostPath: m.hostPath,
+    readonly: m.readOnly,
+    selinuxRelabel: m.selinuxRelabel,
+    propagation: CRI_PROPAGATION[m.propagation],
+  }));
+}
+
+/** configMapKeyRef/secretKeyRef/envFrom values from the watch-based managers; a missing object is `undefined`. */
+export function configMapAndSecretSource(configMaps: ConfigMapGetter | undefined, secrets: SecretGetter | undefined): ConfigMapAndSecretSource | undefined {
+  if (!configMaps || !secrets) return undefined;
+  const orUndefined = async <T>(read: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await read();
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+  return {
+    async getConfigMap(namespace, name) {
+      const configMap = await orUndefined(() => configMaps.getConfigMap(namespace, name));
+      return configMap && { ...(configMap.data ?? {}) };
+    },
+    async getSecret(namespace, name) {
+      const secret = await orUndefined(() => secrets.getSecret(namespace, name));
+      if (!secret) return undefined;
+      const decoded: Record<string, string> = {};
+      for (const [key, value] of Object.entries(secret.data ?? {})) decoded[key] = Buffer.from(value, 'base64').toString('utf8');
+      return decoded;
+    },
+  };
+}
+
+/** Go: getPullSecretsForPod: the pod's imagePullSecrets that can be read; the others are logged and skipped. */
+export function pullSecretsFor(secrets: SecretGetter | undefined, logger: Logger): ((pod: V1Pod) => Promise<V1Secret[]>) | undefined {
+  if (!secrets) return undefined;
+  return async (pod) => {
+    const found: V1Secret[] = [];
+    for (const ref of pod.spec?.imagePullSecrets ?? []) {
+      if (!ref.name) continue;
+      try {
+        found.push(await secrets.getSecret(pod.metadata?.namespace ?? '', ref.name));
+      } catch (err) {
+        logger.info('Unable to retrieve pull secret, the image pull may not succeed.', { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`, secret: ref.name, err: (err as Error).message });
+      }
+    }
+    return found;
+  };
+}
+
+/** Whether the pod references the configMap or secret (in any of the places Go's managers look). */
+export function referencesObject(pod: V1Pod, kind: 'configmap' | 'secret', namespace: string, name: string): boolean {
+  if ((pod.metadata?.namespace ?? '') !== namespace) return false;
+  return (kind === 'configmap' ? configMapNamesOf(pod) : secretNamesOf(pod)).has(name);
+}

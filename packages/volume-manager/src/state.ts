@@ -1,0 +1,111 @@
+// The two caches the reconciler compares (Go: pkg/kubelet/volumemanager/cache): what the pods on this
+// node need (desired) and what is set up on disk (actual).
+import type { V1Pod, V1Volume } from '@kubernetes/client-node';
+import type { MountedVolume, UniqueVolumeName, VolumePlugin } from './types.js';
+
+export interface VolumeToMount {
+  uniqueName: UniqueVolumeName;
+  podUid: string;
+  /** The pod's name for the volume (Go: OuterVolumeSpecName). */
+  volumeName: string;
+  volume: V1Volume;
+  plugin: VolumePlugin;
+  dir: string;
+}
+
+interface DesiredPod {
+  pod: V1Pod;
+  volumes: Map<string, VolumeToMount>;
+}
+
+/** Go: DesiredStateOfWorld, for plugins that need no attach: pods and the volumes they mount. */
+export class DesiredStateOfWorld {
+  private readonly pods = new Map<string, DesiredPod>();
+
+  /** Replaces what the pod needs with `volumes` (the latest pod object is what setUp sees). */
+  setPod(pod: V1Pod, volumes: VolumeToMount[]): void {
+    this.pods.set(pod.metadata!.uid!, { pod, volumes: new Map(volumes.map((v) => [v.volumeName, v])) });
+  }
+
+  deletePod(podUid: string): void {
+    this.pods.delete(podUid);
+  }
+
+  hasPod(podUid: string): boolean {
+    return this.pods.has(podUid);
+  }
+
+  getPod(podUid: string): V1Pod | undefined {
+    return this.pods.get(podUid)?.pod;
+  }
+
+  podUids(): string[] {
+    return [...this.pods.keys()];
+  }
+
+  volumesOf(podUid: string): VolumeToMount[] {
+    return [...(this.pods.get(podUid)?.volumes.values() ?? [])];
+  }
+
+  hasVolume(podUid: string, volumeName: string): boolean {
+    return this.pods.get(podUid)?.volumes.has(volumeName) ?? false;
+  }
+
+  *volumesToMount(): Iterable<{ pod: V1Pod; volume: VolumeToMount }> {
+    for (const { pod, volumes } of this.pods.values()) for (const volume of volumes.values()) yield { pod, volume };
+  }
+}
+
+export interface ActualVolume {
+  uniqueName: UniqueVolumeName;
+  podUid: string;
+  volumeName: string;
+  pluginName: string;
+  dir: string;
+  mounted: MountedVolume;
+  /** Found on disk after a restart; not set up by this process yet (Go: reconstructed volumes). */
+  reconstructed: boolean;
+  /** setUp must run again to refresh contents (Go: remountRequired). */
+  remountRequired: boolean;
+}
+
+/** Go: ActualStateOfWorld: the volumes set up for each pod. */
+export class ActualStateOfWorld {
+  private readonly pods = new Map<string, Map<string, ActualVolume>>();
+
+  markMounted(volume: ActualVolume): void {
+    let byName = this.pods.get(volume.podUid);
+    if (!byName) {
+      byName = new Map();
+      this.pods.set(volume.podUid, byName);
+    }
+    byName.set(volume.volumeName, volume);
+  }
+
+  markUnmounted(podUid: string, volumeName: string): void {
+    const byName = this.pods.get(podUid);
+    if (!byName) return;
+    byName.delete(volumeName);
+    if (byName.size === 0) this.pods.delete(podUid);
+  }
+
+  get(podUid: string, volumeName: string): ActualVolume | undefined {
+    return this.pods.get(podUid)?.get(volumeName);
+  }
+
+  volumesOf(podUid: string): ActualVolume[] {
+    return [...(this.pods.get(podUid)?.values() ?? [])];
+  }
+
+  podUids(): string[] {
+    return [...this.pods.keys()];
+  }
+
+  *all(): Iterable<ActualVolume> {
+    for (const byName of this.pods.values()) yield* byName.values();
+  }
+
+  markRemountRequired(podUid: string): void {
+    for (const volume of this.pods.get(podUid)?.values() ?? []) volume.remountRequired = true;
+  }
+}

@@ -1,0 +1,74 @@
+// Test doubles of @kubelet-ts/volume-manager: a VolumeManager that mounts nothing, an in-memory Mounter
+// and in-memory API objects, so a kubelet test needs neither root nor an API server.
+import type { V1Pod } from '@kubernetes/client-node';
+import { podVolumeNamesInUse } from './names.js';
+import type { MountedVolume } from './types.js';
+import type { VolumeManager } from './volume-manager.js';
+
+export { FakeMounter, type FakeMount, type FakeMountCall, type FakeMountOperation } from './testing-mounter.js';
+export { FakeApiObjects, notFoundError } from './fake-api.js';
+
+/**
+ * A VolumeManager that "mounts" every volume a pod's containers use at `<root>/<uid>/<volume>` at once
+ * (nothing is written). Set `mountError` to make waits fail with it; every call is recorded.
+ */
+export class FakeVolumeManager implements VolumeManager {
+  readonly waitedForMount: string[] = [];
+  readonly waitedForUnmount: string[] = [];
+  readonly cleanups: Array<ReadonlySet<string>> = [];
+  readonly remounts: number[] = [];
+  /** When set, waitForAttachAndMount rejects with it. */
+  mountError: Error | undefined;
+  volumesInUse: string[] = [];
+  private readonly mounted = new Map<string, Map<string, MountedVolume>>();
+  private started = false;
+
+  constructor(private readonly root = '/fake/pods') {}
+
+  async start(): Promise<void> {
+    this.started = true;
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+  }
+
+  async waitForAttachAndMount(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    this.waitedForMount.push(uid);
+    if (this.mountError) throw this.mountError;
+    const volumes = new Map<string, MountedVolume>();
+    for (const name of podVolumeNamesInUse(pod)) volumes.set(name, { path: `${this.root}/${uid}/${name}`, readOnly: false, selinuxRelabel: false });
+    this.mounted.set(uid, volumes);
+  }
+
+  async waitForUnmount(pod: V1Pod): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    this.waitedForUnmount.push(uid);
+    this.mounted.delete(uid);
+  }
+
+  getMountedVolumesForPod(podUid: string): Map<string, MountedVolume> {
+    return new Map(this.mounted.get(podUid) ?? []);
+  }
+
+  podVolumesExist(podUid: string): boolean {
+    return this.mounted.has(podUid);
+  }
+
+  getVolumesInUse(): string[] {
+    return [...this.volumesInUse];
+  }
+
+  reconcilerStatesHasBeenSynced(): boolean {
+    return this.started;
+  }
+
+  async cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<void> {
+    this.cleanups.push(new Set(keep));
+  }
+
+  remountPodsReferencing(): void {
+    this.remounts.push(Date.now());
+  }
+}

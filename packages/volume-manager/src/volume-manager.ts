@@ -1,0 +1,557 @@
+// The kubelet's volume manager (Go: pkg/kubelet/volumemanager): a populator fills the desired state
+// from the pods this node should run, a reconciler sets up what is desired and tears down what is not,
+// and the pod sync waits until every volume its containers mount is set up.
+import { readdir, rm, rmdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import {
+  abortReason,
+  Backoff,
+  KubeletEventReason,
+  noopEventRecorder,
+  noopLogger,
+  realClock,
+  type Clock,
+  type EventRecorder,
+  type Logger,
+  type TimerHandle,
+} from '@kubelet-ts/core';
+import {
+  podDir,
+  podVolumeDir,
+  podVolumeNamesInUse,
+  podVolumesDir,
+  podVolumeSubpathsDir,
+  unescapePluginName,
+  uniquePodVolumeName,
+} from './names.js';
+import { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type VolumeToMount } from './state.js';
+import type {
+  ConfigMapGetter,
+  Mounter,
+  MountedVolume,
+  NodeFacts,
+  PersistentVolumeGetter,
+  SecretGetter,
+  ServiceAccountTokenGetter,
+  VolumeHost,
+  VolumePlugin,
+} from './types.js';
+
+/** Go: podAttachAndMountTimeout. */
+export const POD_ATTACH_AND_MOUNT_TIMEOUT_MS = 2 * 60_000;
+/** Go: reconcilerLoopSleepPeriod and the populator's loop period. */
+export const RECONCILER_LOOP_PERIOD_MS = 100;
+/** Go's nestedpendingoperations: a failed operation waits 500 ms, doubling up to 2 min 2 s. */
+export const OPERATION_BACKOFF_INITIAL_MS = 500;
+export const OPERATION_BACKOFF_MAX_MS = 122_000;
+
+/** The pods the node should run (the kubelet's pod manager). */
+export interface PodLister {
+  getPods(): V1Pod[];
+}
+
+/** Go's PodStateProvider, from the pod workers. */
+export interface PodStateProvider {
+  /** No container of the pod will start again: its volumes are not set up any more. */
+  shouldPodContainersBeTerminating(podUid: string): boolean;
+  /** The pod's containers are stopped: its volumes may be torn down. */
+  shouldPodRuntimeBeRemoved(podUid: string): boolean;
+}
+
+/** The interface the kubelet uses; `./testing` has a fake. */
+export interface VolumeManager {
+  start(signal?: AbortSignal): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves once every volume the pod's containers mount is set up; rejects after 2 min with Go's message. */
+  waitForAttachAndMount(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  /** Resolves once every volume of a terminated pod is torn down. */
+  waitForUnmount(pod: V1Pod, signal?: AbortSignal): Promise<void>;
+  /** The set-up volumes of a pod by the pod's volume name (what the container mounts are made from). */
+  getMountedVolumesForPod(podUid: string): Map<string, MountedVolume>;
+  /** Whether anything of the pod's volumes is still set up (Go: podVolumesExist). */
+  podVolumesExist(podUid: string): boolean;
+  /** Go: GetVolumesInUse, for node status `volumesInUse`. */
+  getVolumesInUse(): string[];
+  /** The actual state was rebuilt from disk and the reconciler runs (Go: ReconcilerStatesHasBeenSynced). */
+  reconcilerStatesHasBeenSynced(): boolean;
+  /** Removes the directories of pods not in keep whose volumes are all gone (Go: cleanupOrphanedPodDirs). */
+  cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<void>;
+  /** Rewrites the API-backed volumes of the pods that reference an object that changed. */
+  remountPodsReferencing(matches: (pod: V1Pod) => boolean): void;
+}
+
+export interface VolumeManagerOptions {
+  /** `<root-dir>/pods`. */
+  podsDir: string;
+  nodeName: string;
+  plugins: VolumePlugin[];
+  mounter: Mounter;
+  pods: PodLister;
+  podState: PodStateProvider;
+  configMaps?: ConfigMapGetter;
+  secrets?: SecretGetter;
+  tokens?: ServiceAccountTokenGetter;
+  persistentVolumes?: PersistentVolumeGetter;
+  node?: NodeFacts;
+  /** Every pod source has been listed once: volumes found on disk may be torn down (Go: sourcesReady). */
+  sourcesReady?: () => boolean;
+  recorder?: EventRecorder;
+  clock?: Clock;
+  logger?: Logger;
+  reconcilePeriodMs?: number;
+  mountTimeoutMs?: number;
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+}
+
+function noApiServer(kind: string): never {
+  throw new Error(`cannot read ${kind}: the kubelet has no API server configured`);
+}
+
+const standaloneHost = {
+  configMaps: { getConfigMap: async (ns: string, name: string) => noApiServer(`configmap ${ns}/${name}`) },
+  secrets: { getSecret: async (ns: string, name: string) => noApiServer(`secret ${ns}/${name}`) },
+  tokens: { getServiceAccountToken: async (ns: string, name: string) => noApiServer(`a token of service account ${ns}/${name}`) },
+  persistentVolumes: {
+    getPersistentVolumeClaim: async (ns: string, name: string) => noApiServer(`persistentvolumeclaim ${ns}/${name}`),
+    getPersistentVolume: async (name: string) => noApiServer(`persistentvolume ${name}`),
+  },
+  node: { allocatableMilliCpu: 0, allocatableMemoryBytes: 0, hostIPs: () => [] },
+};
+
+interface MountWaiter {
+  podUid: string;
+  expected: string[];
+  resolve(): void;
+}
+
+function podRef(pod: V1Pod): string {
+  return `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+export class KubeletVolumeManager implements VolumeManager {
+  readonly desired = new DesiredStateOfWorld();
+  readonly actual = new ActualStateOfWorld();
+  private readonly host: VolumeHost;
+  private readonly plugins: VolumePlugin[];
+  private readonly pluginsByName: Map<string, VolumePlugin>;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly recorder: EventRecorder;
+  private readonly backoff: Backoff;
+  private readonly pending = new Set<string>();
+  private readonly operations = new Set<Promise<void>>();
+  /** The pod object each desired pod was last processed from (the populator skips unchanged pods). */
+  private readonly processed = new Map<string, V1Pod>();
+  /** Errors of a pod's volumes that no retry can fix (no plugin): WaitForAttachAndMount reports them. */
+  private readonly podErrors = new Map<string, string[]>();
+  private mountWaiters: MountWaiter[] = [];
+  private unmountWaiters: MountWaiter[] = [];
+  private timer: TimerHandle | undefined;
+  private kickScheduled = false;
+  private running = false;
+  private reconstructed = false;
+  private controller: AbortController | undefined;
+
+  constructor(private readonly opts: VolumeManagerOptions) {
+    this.clock = opts.clock ?? realClock;
+    this.logger = opts.logger ?? noopLogger;
+    this.recorder = opts.recorder ?? noopEventRecorder;
+    this.plugins = opts.plugins;
+    this.pluginsByName = new Map(opts.plugins.map((p) => [p.name, p]));
+    this.host = {
+      podsDir: opts.podsDir,
+      nodeName: opts.nodeName,
+      mounter: opts.mounter,
+      configMaps: opts.configMaps ?? standaloneHost.configMaps,
+      secrets: opts.secrets ?? standaloneHost.secrets,
+      tokens: opts.tokens ?? standaloneHost.tokens,
+      persistentVolumes: opts.persistentVolumes ?? standaloneHost.persistentVolumes,
+      node: opts.node ?? standaloneHost.node,
+      clock: this.clock,
+      logger: this.logger,
+    };
+    this.backoff = new Backoff({
+      initialMs: opts.backoffInitialMs ?? OPERATION_BACKOFF_INITIAL_MS,
+      maxMs: opts.backoffMaxMs ?? OPERATION_BACKOFF_MAX_MS,
+      clock: this.clock,
+      jitter: 0,
+    });
+  }
+
+  /** Rebuilds the actual state from disk (a restarted kubelet remounts nothing), then starts the loops. */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.controller = new AbortController();
+    if (signal) signal.addEventListener('abort', () => void this.stop(), { once: true });
+    await this.reconstruct();
+    this.reconstructed = true;
+    this.logger.info('Starting Kubelet Volume Manager');
+    const period = this.opts.reconcilePeriodMs ?? RECONCILER_LOOP_PERIOD_MS;
+    this.timer = this.clock.setInterval(() => this.sync(), period);
+    this.sync();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.controller?.abort();
+    await Promise.allSettled([...this.operations]);
+    this.logger.info('Shutting down Kubelet Volume Manager');
+  }
+
+  /** One populator pass then one reconciler pass (Go runs them as two 100 ms loops). */
+  sync(): void {
+    if (!this.running) return;
+    this.populate();
+    this.reconcile();
+  }
+
+  // ---- populator (Go: desiredStateOfWorldPopulator)
+
+  private populate(): void {
+    const pods = this.opts.pods.getPods();
+    for (const pod of pods) {
+      const uid = pod.metadata?.uid;
+      if (!uid) continue;
+      if (this.opts.podState.shouldPodContainersBeTerminating(uid)) continue;
+      this.addPod(pod);
+    }
+    for (const uid of this.desired.podUids()) {
+      // A pod leaves the desired state once its containers are stopped, whether or not a source still has it.
+      if (this.opts.podState.shouldPodRuntimeBeRemoved(uid)) this.removePod(uid);
+    }
+  }
+
+  private addPod(pod: V1Pod): void {
+    const uid = pod.metadata!.uid!;
+    if (this.processed.get(uid) === pod && this.desired.hasPod(uid)) return;
+    this.processed.set(uid, pod);
+    const inUse = podVolumeNamesInUse(pod);
+    const volumes: VolumeToMount[] = [];
+    const errors: string[] = [];
+    for (const volume of pod.spec?.volumes ?? []) {
+      // A volume no container mounts is not set up (Go: processPodVolumes).
+      if (!inUse.has(volume.name)) continue;
+      const plugin = this.plugins.find((p) => p.canSupport(volume));
+      if (!plugin) {
+        const message = `failed to get Plugin from volumeSpec for volume ${JSON.stringify(volume.name)} err=no volume plugin matched`;
+        this.logger.error('Failed to add volume to desiredStateOfWorld', new Error(message), { pod: podRef(pod), volumeName: volume.name });
+        errors.push(message);
+        continue;
+      }
+      volumes.push({
+        uniqueName: uniquePodVolumeName(plugin.name, uid, volume.name),
+        podUid: uid,
+        volumeName: volume.name,
+        volume,
+        plugin,
+        dir: podVolumeDir(this.opts.podsDir, uid, plugin.name, volume.name),
+      });
+    }
+    if (errors.length > 0) this.podErrors.set(uid, errors);
+    else this.podErrors.delete(uid);
+    this.desired.setPod(pod, volumes);
+  }
+
+  private removePod(uid: string): void {
+    this.desired.deletePod(uid);
+    this.processed.delete(uid);
+    this.podErrors.delete(uid);
+  }
+
+  // ---- reconciler
+
+  private kick(): void {
+    if (this.kickScheduled || !this.running) return;
+    this.kickScheduled = true;
+    setImmediate(() => {
+      this.kickScheduled = false;
+      this.reconcile();
+    });
+  }
+
+  private reconcile(): void {
+    if (!this.running) return;
+    const sourcesReady = this.opts.sourcesReady?.() ?? true;
+    for (const volume of this.actual.all()) {
+      if (this.desired.hasVolume(volume.podUid, volume.volumeName)) continue;
+      // Volumes found on disk wait until every source has told us which pods it still has.
+      if (volume.reconstructed && !sourcesReady) continue;
+      this.startOperation(volume.uniqueName, () => this.unmount(volume));
+    }
+    for (const { pod, volume } of this.desired.volumesToMount()) {
+      const actual = this.actual.get(volume.podUid, volume.volumeName);
+      if (actual && !actual.remountRequired && !actual.reconstructed) continue;
+      this.startOperation(volume.uniqueName, () => this.mount(pod, volume, actual));
+    }
+    this.checkWaiters();
+  }
+
+  private startOperation(key: string, operation: () => Promise<void>): void {
+    if (this.pending.has(key)) return;
+    if (this.backoff.isInBackOffSinceUpdate(key, this.clock.now())) return;
+    this.pending.add(key);
+    const run = operation().then(
+      () => this.backoff.reset(key),
+      () => this.backoff.next(key),
+    );
+    const tracked = run.finally(() => {
+      this.pending.delete(key);
+      this.operations.delete(tracked);
+      this.checkWaiters();
+      this.kick();
+    });
+    this.operations.add(tracked);
+  }
+
+  private async mount(pod: V1Pod, volume: VolumeToMount, actual: ActualVolume | undefined): Promise<void> {
+    const remount = actual !== undefined && !actual.reconstructed;
+    if (actual) actual.remountRequired = false;
+    try {
+      const mounted = await volume.plugin.setUp({
+        pod,
+        volume: volume.volume,
+        dir: volume.dir,
+        fsGroup: pod.spec?.securityContext?.fsGroup ?? undefined,
+        host: this.host,
+        signal: this.controller?.signal,
+      });
+      this.actual.markMounted({
+        uniqueName: volume.uniqueName,
+        podUid: volume.podUid,
+        volumeName: volume.volumeName,
+        pluginName: volume.plugin.name,
+        dir: volume.dir,
+        mounted,
+        reconstructed: false,
+        remountRequired: false,
+      });
+      this.logger.v(remount ? 4 : 3).info('MountVolume.SetUp succeeded for volume', { volumeName: volume.volumeName, uniqueName: volume.uniqueName, pod: podRef(pod) });
+    } catch (err) {
+      if (actual) actual.remountRequired = true;
+      const message = `MountVolume.SetUp failed for volume ${JSON.stringify(volume.volumeName)} : ${errorText(err)}`;
+      this.logger.error('Operation for volume failed', err, { volumeName: volume.volumeName, pod: podRef(pod) });
+      this.recorder.event(pod, 'Warning', KubeletEventReason.FailedMountVolume, message);
+      throw err;
+    }
+  }
+
+  private async unmount(volume: ActualVolume): Promise<void> {
+    const plugin = this.pluginsByName.get(volume.pluginName);
+    try {
+      if (plugin) await plugin.tearDown(volume.dir, this.host);
+      else await rm(volume.dir, { recursive: true, force: true });
+      this.actual.markUnmounted(volume.podUid, volume.volumeName);
+      this.logger.info('UnmountVolume.TearDown succeeded for volume', { volumeName: volume.volumeName, uniqueName: volume.uniqueName, podUID: volume.podUid });
+      if (this.actual.volumesOf(volume.podUid).length === 0) {
+        this.host.tokens.deleteServiceAccountToken?.(volume.podUid);
+        await removeEmptyDirs(podVolumesDir(this.opts.podsDir, volume.podUid));
+      }
+    } catch (err) {
+      this.logger.error('UnmountVolume.TearDown failed for volume', err, { volumeName: volume.volumeName, uniqueName: volume.uniqueName, podUID: volume.podUid });
+      throw err;
+    }
+  }
+
+  // ---- waiting for the reconciler
+
+  async waitForAttachAndMount(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+    const uid = pod.metadata?.uid;
+    if (!uid) return;
+    const expected = [...podVolumeNamesInUse(pod)].sort();
+    if (expected.length === 0) return;
+    this.logger.v(3).info('Waiting for volumes to attach and mount for pod', { pod: podRef(pod) });
+    this.addPod(pod);
+    // Volumes whose contents come from the API are written again on every sync of the pod.
+    for (const volume of this.actual.volumesOf(uid)) {
+      if (this.pluginsByName.get(volume.pluginName)?.requiresRemount) volume.remountRequired = true;
+    }
+    this.kick();
+    const podError = () => this.podErrors.get(uid);
+    if (this.unmountedVolumes(uid, expected).length === 0 && !podError()) {
+      this.logger.v(3).info('All volumes are attached and mounted for pod', { pod: podRef(pod) });
+      return;
+    }
+    let failure: string | undefined;
+    const timeoutMs = this.opts.mountTimeoutMs ?? POD_ATTACH_AND_MOUNT_TIMEOUT_MS;
+    try {
+      await this.waitFor(this.mountWaiters, uid, expected, timeoutMs, signal);
+      failure = podError()?.join('; ');
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      failure = podError()?.join('; ') ?? 'timed out waiting for the condition';
+    }
+    if (failure === undefined) {
+      this.logger.v(3).info('All volumes are attached and mounted for pod', { pod: podRef(pod) });
+      return;
+    }
+    const unmounted = this.unmountedVolumes(uid, expected);
+    if (unmounted.length === 0 && !podError()) return;
+    // Go's list of unattached volumes names every expected volume (it looks them up by the wrong name); kept.
+    throw new Error(`unmounted volumes=[${unmounted.join(' ')}], unattached volumes=[${expected.join(' ')}]: ${failure}`);
+  }
+
+  async waitForUnmount(pod: V1Pod, signal?: AbortSignal): Promise<void> {
+    const uid = pod.metadata?.uid;
+    if (!uid) return;
+    // The caller knows the pod's containers are stopped: nothing of it stays desired.
+    this.removePod(uid);
+    this.kick();
+    if (!this.podVolumesExist(uid)) return;
+    try {
+      await this.waitFor(this.unmountWaiters, uid, [], this.opts.mountTimeoutMs ?? POD_ATTACH_AND_MOUNT_TIMEOUT_MS, signal);
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const mounted = this.actual.volumesOf(uid).map((v) => v.volumeName).sort();
+      throw new Error(`mounted volumes=[${mounted.join(' ')}]: timed out waiting for the condition`);
+    }
+  }
+
+  private waitFor(list: MountWaiter[], podUid: string, expected: string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    return new Promise<void>((resolve, reject) => {
+      const finish = (err?: unknown): void => {
+        timer.cancel();
+        signal?.removeEventListener('abort', onAbort);
+        const at = list.indexOf(waiter);
+        if (at >= 0) list.splice(at, 1);
+        if (err) reject(err);
+        else resolve();
+      };
+      const waiter: MountWaiter = { podUid, expected, resolve: () => finish() };
+      const onAbort = (): void => finish(abortReason(signal!));
+      const timer = this.clock.setTimeout(() => finish(new Error('timed out waiting for the condition')), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      list.push(waiter);
+    });
+  }
+
+  private checkWaiters(): void {
+    for (const waiter of [...this.mountWaiters]) {
+      if (this.podErrors.has(waiter.podUid) || this.unmountedVolumes(waiter.podUid, waiter.expected).length === 0) waiter.resolve();
+    }
+    for (const waiter of [...this.unmountWaiters]) {
+      if (!this.podVolumesExist(waiter.podUid)) waiter.resolve();
+    }
+  }
+
+  private unmountedVolumes(podUid: string, expected: string[]): string[] {
+    return expected.filter((name) => {
+      const volume = this.actual.get(podUid, name);
+      return !volume || volume.reconstructed;
+    });
+  }
+
+  // ---- queries
+
+  getMountedVolumesForPod(podUid: string): Map<string, MountedVolume> {
+    const volumes = new Map<string, MountedVolume>();
+    for (const volume of this.actual.volumesOf(podUid)) if (!volume.reconstructed) volumes.set(volume.volumeName, volume.mounted);
+    return volumes;
+  }
+
+  reconcilerStatesHasBeenSynced(): boolean {
+    return this.reconstructed && this.running;
+  }
+
+  podVolumesExist(podUid: string): boolean {
+    return this.actual.volumesOf(podUid).length > 0;
+  }
+
+  getVolumesInUse(): string[] {
+    const inUse = new Set<string>();
+    for (const volume of this.actual.all()) if (volume.mounted.inUseName) inUse.add(volume.mounted.inUseName);
+    return [...inUse].sort();
+  }
+
+  remountPodsReferencing(matches: (pod: V1Pod) => boolean): void {
+    for (const uid of this.desired.podUids()) {
+      const pod = this.desired.getPod(uid);
+      if (!pod || !matches(pod)) continue;
+      for (const volume of this.actual.volumesOf(uid)) {
+        if (!this.pluginsByName.get(volume.pluginName)?.requiresRemount) continue;
+        volume.remountRequired = true;
+        // A change is news: a volume backing off after "not found" retries now.
+        this.backoff.reset(volume.uniqueName);
+      }
+      for (const volume of this.desired.volumesOf(uid)) this.backoff.reset(volume.uniqueName);
+    }
+    this.kick();
+  }
+
+  // ---- disk
+
+  /** Go's reconstruction: volume directories of pods found on disk count as set up, without mounting again. */
+  private async reconstruct(): Promise<void> {
+    for (const uid of await listDir(this.opts.podsDir)) {
+      for (const escaped of await listDir(podVolumesDir(this.opts.podsDir, uid))) {
+        const pluginName = unescapePluginName(escaped);
+        const plugin = this.pluginsByName.get(pluginName);
+        for (const volumeName of await listDir(join(podVolumesDir(this.opts.podsDir, uid), escaped))) {
+          const dir = podVolumeDir(this.opts.podsDir, uid, pluginName, volumeName);
+          if (!plugin) {
+            this.logger.warn('Could not reconstruct volume: no volume plugin of that name', { podUID: uid, volumeName, pluginName });
+            continue;
+          }
+          this.actual.markMounted({
+            uniqueName: uniquePodVolumeName(pluginName, uid, volumeName),
+            podUid: uid,
+            volumeName,
+            pluginName,
+            dir,
+            mounted: { path: dir, readOnly: false, selinuxRelabel: false },
+            reconstructed: true,
+            remountRequired: false,
+          });
+          this.logger.v(4).info('Volume is reconstructed from disk', { podUID: uid, volumeName, pluginName });
+        }
+      }
+    }
+  }
+
+  async cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<void> {
+    for (const uid of await listDir(this.opts.podsDir)) {
+      if (keep.has(uid) || this.desired.hasPod(uid)) continue;
+      if (this.podVolumesExist(uid)) {
+        this.logger.v(3).info('Orphaned pod found, but volumes are not cleaned up', { podUID: uid });
+        continue;
+      }
+      const dir = podDir(this.opts.podsDir, uid);
+      const mounts = await this.opts.mounter.mountPointsUnder(dir);
+      if (mounts.length > 0) {
+        this.logger.error('Orphaned pod found, but volumes are still mounted on disk', undefined, { podUID: uid, paths: mounts });
+        continue;
+      }
+      try {
+        await rm(podVolumeSubpathsDir(this.opts.podsDir, uid), { recursive: true, force: true });
+        await rm(dir, { recursive: true, force: true });
+        this.logger.v(3).info('Orphaned pod found, removing', { podUID: uid });
+      } catch (err) {
+        this.logger.error('Failed to remove orphaned pod dir', err, { podUID: uid });
+      }
+    }
+  }
+}
+
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Removes dir's empty plugin directories and dir itself when empty; anything left is kept. */
+async function removeEmptyDirs(dir: string): Promise<void> {
+  for (const entry of await listDir(dir)) await rmdir(join(dir, entry)).catch(() => undefined);
+  await rmdir(dir).catch(() => undefined);
+}
