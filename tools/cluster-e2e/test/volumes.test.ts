@@ -61,13 +61,15 @@ writeFileSync(join(hostDir, 'from-host.txt'), 'host data\n');
 const hostDirToCreate = join(dir, 'hostpath-created', 'sub');
 const kubeconfig = await nodeKubeconfig(NODE);
 
-const kubelet = KubeletProcess.startOurs({
-  node: NODE,
-  kubeconfig,
-  runtimeEndpoint: containerd.endpoint,
-  dir,
-  extraArgs: ['--sync-frequency=10s', '--cluster-dns=10.96.0.10', '--cluster-domain=cluster.local'],
-});
+const startKubelet = () =>
+  KubeletProcess.startOurs({
+    node: NODE,
+    kubeconfig,
+    runtimeEndpoint: containerd.endpoint,
+    dir,
+    extraArgs: ['--sync-frequency=10s', '--cluster-dns=10.96.0.10', '--cluster-domain=cluster.local'],
+  });
+let kubelet = startKubelet();
 const kubeletLog = () => kubelet.logTail(60);
 
 t.teardown(async () => {
@@ -404,9 +406,38 @@ await t.test('a subPath escaping its volume fails its container with CreateConta
   t.equal(statusOf(pod, 'good')?.restartCount, 0, 'the good container was not restarted');
 });
 
+await t.test('a kubelet restart keeps every volume as it is (nothing mounted twice); a pod deleted meanwhile loses its volumes', async (t) => {
+  const vols = await runningAndReady('vols');
+  const gone = (await kubectl.json(['get', 'pods', '-n', NS])).items.find((p: Json) => p.metadata.name !== 'vols' && p.status?.phase === 'Running') as Json;
+  t.ok(gone, `a second running pod (${gone?.metadata.name}) to delete while the kubelet is down`);
+  const mountsOf = (uid: string) => hostMounts().filter((m) => m.target.includes(uid)).map((m) => m.target).sort();
+  const before = mountsOf(vols.metadata.uid);
+  const cmDir = join(podDir(vols), 'volumes', 'kubernetes.io~configmap', 'cm');
+  const dataBefore = safeReadlink(join(cmDir, '..data'));
+  t.ok(before.length >= 3, `${before.length} mounts of the pod before the restart`);
+  await kubelet.stop();
+  await kubectl.run(['delete', 'pod', '-n', NS, gone.metadata.name, '--grace-period=0', '--force', '--wait=false']);
+  kubelet = startKubelet();
+  await waitFor('the node Ready again', async () => {
+    const node = await kubectl.getOrUndefined(['node', NODE]);
+    return node?.status?.conditions?.find((c: Json) => c.type === 'Ready')?.status === 'True' && kubelet.logTail(200).includes('Starting Kubelet Volume Manager');
+  }, 60_000, kubeletLog);
+  const goneUid = gone.metadata.uid as string;
+  const goneCleaned = await waitFor('the deleted pod\'s volumes and directory removed', async () => mountsOf(goneUid).length === 0 && !existsSync(join(root, 'pods', goneUid)), 60_000, kubeletLog).catch(() => false);
+  t.ok(goneCleaned, `the pod deleted while the kubelet was down lost its mounts and directory (left: ${mountsOf(goneUid).join(', ')})`);
+  const after = await runningAndReady('vols');
+  t.same(mountsOf(vols.metadata.uid), before, 'the running pod\'s mounts are exactly those it had: none added, none stacked, none lost');
+  t.equal(restartsOf(after), restartsOf(vols), 'its container was not restarted');
+  t.equal(safeReadlink(join(cmDir, '..data')), dataBefore, 'its configMap files were not rewritten (same content)');
+  t.equal(await cat(after, `${VOLUME_MOUNTS.secret}/username`), SECRET_DATA.username, 'the secret is still readable in the container');
+  await kubectl.apply(configMapObject(CONFIG, NS, { ...CONFIG_UPDATE, 'ui.properties': 'after-restart=1\n' }));
+  await waitFor('a configMap change after the restart', async () => (await cat(after, `${VOLUME_MOUNTS.configMap}/ui.properties`)) === 'after-restart=1\n', 30_000, kubeletLog);
+  t.pass('a configMap change after the restart reaches the file (the watch is back)');
+});
+
 await t.test('deleting the pods leaves no mount and no pod directory behind', async (t) => {
   const pods = (await kubectl.json(['get', 'pods', '-n', NS])).items as Json[];
-  t.ok(pods.length >= 6, `${pods.length} pods to delete`);
+  t.ok(pods.length >= 5, `${pods.length} pods to delete`);
   const uids = pods.map((p) => p.metadata.uid as string);
   t.ok(hostMounts().some((m) => uids.some((uid) => m.target.includes(uid))), 'the pods have mounts before');
   await kubectl.run(['delete', 'pod', '-n', NS, '--all', '--wait=true', '--timeout=120s']);
