@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { container } from 'tsyringe';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { startTestApiServer } from '@kubelet-ts/test-apiserver';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet, type RunningKubelet } from '../../src/index.js';
-import { sleepForever, type E2ETarget } from './harness.js';
+import { removeScratchDir, sleepForever, type E2ETarget } from './harness.js';
 
 const NAMESPACE = 'e2e-api';
 
@@ -88,7 +88,7 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
         await runtime.removePodSandbox(sandbox.id).catch(() => undefined);
       }
       runtime.close();
-      rmSync(dir, { recursive: true, force: true });
+      await removeScratchDir(dir);
     });
     const get = (resource: string, namespace: string | undefined, name: string) => server.store.get(resource, namespace, name) as JsonPod | undefined;
     const kubeconfig = join(dir, 'kubeconfig');

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { container } from 'tsyringe';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { SystemMounter } from '@kubelet-ts/volume-manager';
 import { join } from 'node:path';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
@@ -134,8 +135,18 @@ export class E2EEnv {
       await this.runtime.removePodSandbox(sandbox.id).catch(() => undefined);
     }
     this.runtime.close();
-    rmSync(this.dir, { recursive: true, force: true });
+    await removeScratchDir(this.dir);
   }
+}
+
+/**
+ * Removes a test's scratch directory. A stopped kubelet leaves its pods' volumes mounted (as Go's does, so a
+ * restart finds them), so what is mounted under the directory is unmounted first.
+ */
+export async function removeScratchDir(dir: string): Promise<void> {
+  const mounter = new SystemMounter();
+  for (const target of await mounter.mountPointsUnder(dir)) await mounter.unmount(target).catch(() => undefined);
+  rmSync(dir, { recursive: true, force: true });
 }
 
 export const running = (name: string) => (status: V1PodStatus) =>
