@@ -1,14 +1,11 @@
-import { CoreV1Api, Watch, type KubeConfig, type V1Pod, type V1Status } from '@kubernetes/client-node';
-import { isGone, Backoff, PodOperation, PodSource, abortReason, noopLogger, realClock, type Clock, type Logger, type PodSourceName } from '@kubelet-ts/core';
+import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { clientNodeWatch, PodOperation, PodSource, Reflector, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type WatchEvent } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
 import { deserializePod } from './serializer.js';
 import { abortable } from './util.js';
 
 /** A watch event as the API server sends it; object is a V1Pod, or a V1Status for ERROR. */
-export interface PodWatchEvent {
-  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  object: V1Pod | V1Status;
-}
+export type PodWatchEvent = WatchEvent<V1Pod>;
 
 /**
  * The list and watch calls the API server source makes (client-go's ListerWatcher), narrowed to the
@@ -25,7 +22,7 @@ export interface PodListerWatcher {
   watch(opts: { resourceVersion: string; timeoutSeconds: number }, onEvent: (event: PodWatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
 
-/** The resourceVersion asked for is too old (HTTP 410, or a watch ERROR event with code 410): re-list. */
+/** The resourceVersion asked for is too old (HTTP 410): a PodListerWatcher may reject with it to have the source re-list. */
 export class GoneError extends Error {
   override readonly name = 'GoneError';
   readonly statusCode = 410;
@@ -46,53 +43,13 @@ export function nodeFieldSelector(nodeName: string): string {
  */
 export function createPodListerWatcher(kubeConfig: KubeConfig, nodeName: string): PodListerWatcher {
   const api = kubeConfig.makeApiClient(CoreV1Api);
-  const watcher = new Watch(kubeConfig);
   const fieldSelector = nodeFieldSelector(nodeName);
   return {
     async list() {
       const list = await api.listPodForAllNamespaces({ fieldSelector });
       return { pods: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
-    watch(opts, onEvent, signal) {
-      return new Promise<void>((resolve, reject) => {
-        let settled = false;
-        let controller: AbortController | undefined;
-        const finish = (err: unknown): void => {
-          if (settled) return;
-          settled = true;
-          signal.removeEventListener('abort', onAbort);
-          controller?.abort();
-          if (err) reject(err);
-          else resolve();
-        };
-        const onAbort = (): void => finish(abortReason(signal));
-        if (signal.aborted) return onAbort();
-        signal.addEventListener('abort', onAbort, { once: true });
-        watcher
-          .watch(
-            '/api/v1/pods',
-            { fieldSelector, resourceVersion: opts.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: opts.timeoutSeconds },
-            (type: string, obj: unknown) => {
-              if (settled) return;
-              try {
-                const t = type as PodWatchEvent['type'];
-                const object = t === 'ERROR' ? (obj as V1Status) : deserializePod(obj);
-                onEvent({ type: t, object });
-              } catch (err) {
-                finish(err);
-              }
-            },
-            (err: unknown) => finish(err ?? null),
-          )
-          .then(
-            (c) => {
-              controller = c;
-              if (settled) c.abort();
-            },
-            (err: unknown) => finish(err),
-          );
-      });
-    },
+    watch: clientNodeWatch(new Watch(kubeConfig), '/api/v1/pods', deserializePod, { fieldSelector }),
   };
 }
 
@@ -120,7 +77,7 @@ export interface ApiserverSourceOptions {
 }
 
 /**
- * Go's NewSourceApiserver: a reflector (list, then watch from the list's resourceVersion) over
+ * Go's NewSourceApiserver: core's Reflector (list, then watch from the list's resourceVersion) over
  * the node's pods feeding an undelta store, which sends a SET of all the node's pods whenever one
  * changes. A watch that ends or breaks is resumed from the last resourceVersion seen (bookmarks
  * included); a 410 Gone re-lists. Bursts of events are coalesced into one SET.
@@ -129,42 +86,46 @@ export class ApiserverSource {
   readonly source: PodSourceName;
   private readonly nodeName: string;
   private readonly sink: PodUpdateSink;
-  private readonly lw: PodListerWatcher;
   private readonly nodeHasSynced: () => boolean;
   private readonly nodeSyncPeriodMs: number;
-  private readonly minWatchTimeoutMs: number;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly random: () => number;
-  private readonly backoff: Backoff;
-  private readonly store = new Map<string, V1Pod>();
-  private resourceVersion = '';
+  private readonly reflector: Reflector<V1Pod>;
   private controller: AbortController | undefined;
   private loop: Promise<void> | undefined;
   private dirty = false;
   private sending: Promise<void> | undefined;
-  private listed = false;
-  private readonly counters = { lists: 0, watches: 0, events: 0, bookmarks: 0, gone: 0, errors: 0, sets: 0 };
+  private sets = 0;
 
   constructor(opts: ApiserverSourceOptions) {
     if (!opts.listerWatcher && !opts.kubeConfig) throw new Error('ApiserverSource needs a kubeConfig or a listerWatcher');
     this.nodeName = opts.nodeName;
     this.sink = opts.sink;
-    this.lw = opts.listerWatcher ?? createPodListerWatcher(opts.kubeConfig as KubeConfig, opts.nodeName);
     this.nodeHasSynced = opts.nodeHasSynced ?? (() => true);
     this.nodeSyncPeriodMs = opts.nodeSyncPeriodMs ?? 1000;
-    this.minWatchTimeoutMs = opts.minWatchTimeoutMs ?? 5 * 60_000;
     this.source = opts.source ?? PodSource.API;
     this.clock = opts.clock ?? realClock;
     this.logger = (opts.logger ?? noopLogger).with({ source: this.source });
-    this.random = opts.random ?? Math.random;
-    this.backoff = new Backoff({
-      initialMs: opts.backoffInitialMs ?? 800,
-      maxMs: opts.backoffMaxMs ?? 30_000,
-      maxDurationMs: 2 * 60_000,
-      jitter: opts.backoffJitter ?? 1.0,
-      random: this.random,
+    const lw = opts.listerWatcher ?? createPodListerWatcher(opts.kubeConfig as KubeConfig, opts.nodeName);
+    this.reflector = new Reflector<V1Pod>({
+      description: 'pods',
+      listerWatcher: {
+        // The pod list always asks for the latest state (no resourceVersion), as before.
+        async list(_listOpts, signal) {
+          const { pods, resourceVersion } = await lw.list(signal);
+          return { items: pods, resourceVersion };
+        },
+        watch: (watchOpts, onEvent, signal) => lw.watch(watchOpts, onEvent, signal),
+      },
+      minWatchTimeoutMs: opts.minWatchTimeoutMs,
+      backoffInitialMs: opts.backoffInitialMs,
+      backoffMaxMs: opts.backoffMaxMs,
+      backoffJitter: opts.backoffJitter,
       clock: this.clock,
+      logger: this.logger,
+      random: opts.random,
+      // Every list and every change to the store: the undelta store's push of the whole store.
+      onChange: () => this.sendSoon(),
     });
   }
 
@@ -181,28 +142,30 @@ export class ApiserverSource {
     if (!controller) return;
     controller.abort();
     await this.loop;
+    await this.reflector.stop();
     await this.sending;
     this.controller = undefined;
   }
 
   /** True once the first list was stored. */
   hasSynced(): boolean {
-    return this.listed;
+    return this.reflector.hasSynced();
   }
 
   /** The last resourceVersion seen (list, event or bookmark). */
   lastSyncResourceVersion(): string {
-    return this.resourceVersion;
+    return this.reflector.lastSyncResourceVersion();
   }
 
   pods(): V1Pod[] {
-    return [...this.store.values()];
+    return this.reflector.list();
   }
 
   stats(): { lists: number; watches: number; events: number; bookmarks: number; gone: number; errors: number; sets: number } {
-    return { ...this.counters };
+    return { ...this.reflector.stats(), sets: this.sets };
   }
 
+  /** Waits for the node to be registered, then hands over to the reflector. */
   private async run(signal: AbortSignal): Promise<void> {
     this.logger.info('Waiting for node sync before watching apiserver pods');
     while (!this.nodeHasSynced()) {
@@ -213,131 +176,25 @@ export class ApiserverSource {
       }
       this.logger.v(4).info('node sync has not completed yet');
     }
+    if (signal.aborted) return;
     this.logger.info('Watching apiserver', { node: this.nodeName });
-    while (!signal.aborted) {
-      try {
-        if (this.resourceVersion === '') await this.list(signal);
-        await this.watch(signal);
-        // The server ended the watch (its timeout): watch again from where we are.
-        this.backoff.reset('watch');
-      } catch (err) {
-        if (signal.aborted) return;
-        if (isGone(err)) {
-          this.counters.gone++;
-          this.logger.info('Watch of pods expired (410 Gone); re-listing', { resourceVersion: this.resourceVersion, err: (err as Error).message });
-          this.resourceVersion = '';
-          continue;
-        }
-        this.counters.errors++;
-        this.backoff.next('watch');
-        const delay = this.backoff.get('watch');
-        this.logger.warn('List/watch of pods failed; retrying', {
-          err: (err as Error)?.message ?? String(err),
-          resourceVersion: this.resourceVersion,
-          retryInMs: Math.round(delay),
-        });
-        try {
-          await this.clock.sleep(delay, signal);
-        } catch {
-          return;
-        }
-      }
-    }
-  }
-
-  private async list(signal: AbortSignal): Promise<void> {
-    this.counters.lists++;
-    // The generated client cannot abort a list; do not let stop() wait for a hung one.
-    const { pods, resourceVersion } = await rejectOnAbort(this.lw.list(signal), signal);
-    if (signal.aborted) return;
-    this.store.clear();
-    for (const pod of pods) this.store.set(storeKey(pod), pod);
-    this.resourceVersion = resourceVersion;
-    this.listed = true;
-    this.logger.v(4).info('Listed pods', { count: pods.length, resourceVersion });
-    this.sendSoon(signal);
-  }
-
-  private async watch(signal: AbortSignal): Promise<void> {
-    this.counters.watches++;
-    const timeoutSeconds = Math.floor((this.minWatchTimeoutMs * (1 + this.random())) / 1000);
-    await this.lw.watch(
-      { resourceVersion: this.resourceVersion, timeoutSeconds },
-      (event) => this.handleEvent(event, signal),
-      signal,
-    );
-  }
-
-  /** Applies one watch event to the store; throws to end the watch on an ERROR event. */
-  private handleEvent(event: PodWatchEvent, signal: AbortSignal): void {
-    if (signal.aborted) return;
-    this.counters.events++;
-    if (event.type === 'ERROR') {
-      const status = event.object as V1Status;
-      if (status.code === 410) throw new GoneError(status.message ?? 'too old resource version');
-      const err = new Error(`watch error event: ${status.message ?? status.reason ?? 'unknown'}`) as Error & { statusCode?: number };
-      err.statusCode = status.code;
-      throw err;
-    }
-    const pod = event.object as V1Pod;
-    switch (event.type) {
-      case 'ADDED':
-      case 'MODIFIED':
-        this.store.set(storeKey(pod), pod);
-        this.sendSoon(signal);
-        break;
-      case 'DELETED':
-        this.store.delete(storeKey(pod));
-        this.sendSoon(signal);
-        break;
-      case 'BOOKMARK':
-        this.counters.bookmarks++;
-        break;
-      default:
-        this.logger.warn('Unknown watch event type; ignoring', { type: event.type });
-        return;
-    }
-    const rv = pod.metadata?.resourceVersion;
-    if (rv) this.resourceVersion = rv;
+    this.reflector.start(signal);
   }
 
   /** Marks the store changed; one SET goes out per burst (and again after a send that waited). */
-  private sendSoon(signal: AbortSignal): void {
+  private sendSoon(): void {
+    const signal = this.controller?.signal;
+    if (!signal || signal.aborted) return;
     this.dirty = true;
     if (this.sending) return;
     this.sending = (async () => {
       await Promise.resolve();
       while (this.dirty && !signal.aborted) {
         this.dirty = false;
-        this.counters.sets++;
-        await abortable(this.sink({ op: PodOperation.SET, pods: [...this.store.values()], source: this.source }), signal);
+        this.sets++;
+        await abortable(this.sink({ op: PodOperation.SET, pods: this.reflector.list(), source: this.source }), signal);
       }
       this.sending = undefined;
     })();
   }
-}
-
-/** cache.MetaNamespaceKeyFunc */
-function storeKey(pod: V1Pod): string {
-  const ns = pod.metadata?.namespace;
-  return ns ? `${ns}/${pod.metadata?.name ?? ''}` : (pod.metadata?.name ?? '');
-}
-
-/** p, or a rejection with the abort reason as soon as signal aborts. */
-function rejectOnAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortReason(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortReason(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
