@@ -2,6 +2,7 @@
 /**
  * test-apiserver [--port 6443] [--host 127.0.0.1] [--kubeconfig out.yaml] [--token T]
  *                [--bookmark-interval-ms 1000] [--max-history 1000] [--no-enforce-namespaces]
+ *                [--service-account-issuer URL] [--api-audiences A,B]
  * Runs the test API server until SIGINT/SIGTERM.
  */
 import { parseArgs } from 'node:util';
@@ -17,12 +18,14 @@ async function main(): Promise<void> {
       'bookmark-interval-ms': { type: 'string', default: '1000' },
       'max-history': { type: 'string', default: '1000' },
       'no-enforce-namespaces': { type: 'boolean', default: false },
+      'service-account-issuer': { type: 'string' },
+      'api-audiences': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(
-      'usage: test-apiserver [--port N] [--host H] [--kubeconfig PATH] [--token T] [--bookmark-interval-ms MS] [--max-history N] [--no-enforce-namespaces]\n',
+      'usage: test-apiserver [--port N] [--host H] [--kubeconfig PATH] [--token T] [--bookmark-interval-ms MS] [--max-history N] [--no-enforce-namespaces] [--service-account-issuer URL] [--api-audiences A,B]\n',
     );
     return;
   }
@@ -33,6 +36,10 @@ async function main(): Promise<void> {
     bookmarkIntervalMs: Number(values['bookmark-interval-ms']),
     maxHistory: Number(values['max-history']),
     enforceNamespaces: !values['no-enforce-namespaces'],
+    serviceAccountTokens: {
+      issuer: values['service-account-issuer'],
+      apiAudiences: values['api-audiences'] ? values['api-audiences'].split(',').filter(Boolean) : undefined,
+    },
   });
   if (values.kubeconfig) await server.writeKubeconfig(values.kubeconfig);
   process.stdout.write(`test-apiserver listening on ${server.url}${values.kubeconfig ? ` (kubeconfig: ${values.kubeconfig})` : ''}\n`);

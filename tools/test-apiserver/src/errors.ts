@@ -18,6 +18,7 @@ export type StatusReason =
   | 'UnsupportedMediaType'
   | 'InternalError'
   | 'Timeout'
+  | 'ServerTimeout'
   | 'TooManyRequests'
   | 'Forbidden'
   | 'NotAcceptable'
@@ -152,7 +153,9 @@ export function invalid(kind: string, group: string, name: string, errs: FieldEr
   const texts = [...new Set(errs.map((e) => `${e.field}: ${fieldErrorText(e)}`))];
   const joined = texts.length === 1 ? texts[0] : `[${texts.join(', ')}]`;
   const qualifiedKind = group ? `${kind}.${group}` : kind;
-  const d: StatusDetails = { name };
+  // metav1.StatusDetails.Name is omitempty: an object without a name (a TokenRequest, a create with neither name nor
+  // generateName) has none in the details.
+  const d: StatusDetails = name ? { name } : {};
   if (group) d.group = group;
   d.kind = kind;
   d.causes = errs.map((e) => ({ reason: e.type, message: fieldErrorText(e), field: e.field }));

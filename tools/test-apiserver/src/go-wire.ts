@@ -179,10 +179,14 @@ const objectMeta = struct({ creationTimestamp: time, ownerReferences: list({ api
 
 const resources = struct({ limits: resourceList, requests: resourceList });
 
+/** resource.Quantity has no omitempty that works on a struct: a resourceFieldRef without a divisor has "0". */
+const resourceFieldRef = pointer({ divisor: { zero: '0', quantity: 'one' } });
+const downwardAPIItems = list({ resourceFieldRef });
+
 const container: WireShape = {
   name: str,
   ports: list({ containerPort: num }),
-  env: list({ name: str }),
+  env: list({ name: str, valueFrom: pointer({ resourceFieldRef }) }),
   resources,
   volumeMounts: list({ name: str, mountPath: str }),
 };
@@ -205,7 +209,12 @@ const containerStatus: WireShape = {
 export const podWire: WireShape = {
   metadata: objectMeta,
   spec: struct({
-    volumes: list({ name: str, emptyDir: pointer({ sizeLimit: { quantity: 'one' } }) }),
+    volumes: list({
+      name: str,
+      emptyDir: pointer({ sizeLimit: { quantity: 'one' } }),
+      downwardAPI: pointer({ items: downwardAPIItems }),
+      projected: pointer({ sources: list({ downwardAPI: pointer({ items: downwardAPIItems }) }) }),
+    }),
     initContainers: list(container),
     containers: { zero: null, fields: container },
     ephemeralContainers: list(container),

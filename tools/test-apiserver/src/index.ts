@@ -26,4 +26,11 @@ export { jsonMergePatch, strategicMergePatch, jsonPatch, type Json, type JsonObj
 export { podSchema, nodeSchema, type SmpSchema, type SmpField } from './smp-schema.js';
 export { parseLabelSelector, parseFieldSelector, type LabelSelector, type FieldSelector } from './selectors.js';
 export { canonicalQuantity, goFormat } from './go-wire.js';
+export {
+  ServiceAccountTokenIssuer,
+  DEFAULT_SERVICE_ACCOUNT_ISSUER,
+  LEGACY_ISSUER,
+  type TokenIssuerOptions,
+  type TokenAuthentication,
+} from './tokens.js';
 export { SERVICE_ACCOUNT_MOUNT_PATH, type AdmissionConfig, type AdmissionPlugin, type AdmissionContext } from './admission.js';

@@ -6,7 +6,7 @@ import { admitNode, admitPod, admitPodUpdate, type AdmissionContext } from './ad
 import type { FieldError } from './errors.js';
 import { fieldValue } from './selectors.js';
 import { clone, deepEqual, isObject, type JsonObject } from './patch.js';
-import { metaOnlySchema, namespaceSchema, nodeSchema, podSchema, serviceSchema, type SmpSchema } from './smp-schema.js';
+import { metaOnlySchema, namespaceSchema, nodeSchema, podSchema, serviceAccountSchema, serviceSchema, type SmpSchema } from './smp-schema.js';
 import { coreEventWire, eventsV1Wire, leaseWire, metaOnlyWire, namespaceWire, nodeWire, podWire, serviceWire, type WireShape } from './go-wire.js';
 
 export interface ResourceDef {
@@ -64,6 +64,10 @@ export interface ResourceDef {
   validateUpdate?: (obj: JsonObject, old: JsonObject) => FieldError[];
   /** Name validation: DNS-1123 subdomain (default) or label. */
   nameFormat?: 'subdomain' | 'label' | 'path';
+  /** The verbs discovery lists (default: all eight of a stored resource). */
+  verbs?: string[];
+  /** Nothing is stored: the server answers each request itself (tokenreviews). */
+  virtual?: boolean;
 }
 
 export function apiVersionOf(def: Pick<ResourceDef, 'group' | 'version'>): string {
@@ -207,6 +211,12 @@ function defaultContainer(c: JsonObject, hostNetwork: boolean): void {
   defaultProbe(c.startupProbe);
 }
 
+/** SetDefaults_ObjectFieldSelector on downward API volume items: fieldRef.apiVersion is v1. */
+function defaultDownwardAPIItems(items: unknown): void {
+  if (!Array.isArray(items)) return;
+  for (const item of items) if (isObject(item) && isObject(item.fieldRef)) setDefault(item.fieldRef, 'apiVersion', 'v1');
+}
+
 /** SetObjectDefaults_Pod, the subset clients observe. */
 export function defaultPod(pod: JsonObject): void {
   if (!isObject(pod.spec)) pod.spec = {};
@@ -231,6 +241,15 @@ export function defaultPod(pod: JsonObject): void {
         if (isObject(v[src])) setDefault(v[src], 'defaultMode', 420);
       }
       if (isObject(v.hostPath)) setDefault(v.hostPath, 'type', '');
+      if (isObject(v.downwardAPI)) defaultDownwardAPIItems(v.downwardAPI.items);
+      if (isObject(v.projected) && Array.isArray(v.projected.sources)) {
+        for (const source of v.projected.sources) {
+          if (!isObject(source)) continue;
+          if (isObject(source.downwardAPI)) defaultDownwardAPIItems(source.downwardAPI.items);
+          // SetDefaults_ServiceAccountTokenProjection: an hour.
+          if (isObject(source.serviceAccountToken)) setDefault(source.serviceAccountToken, 'expirationSeconds', 3600);
+        }
+      }
     }
   }
 }
@@ -544,6 +563,31 @@ export function builtinResources(): ResourceDef[] {
         // serviceStrategy.PrepareForCreate clears status (IP allocation is not simulated).
         svc.status = { loadBalancer: {} };
       },
+    },
+    {
+      group: '',
+      version: 'v1',
+      resource: 'serviceaccounts',
+      kind: 'ServiceAccount',
+      singular: 'serviceaccount',
+      namespaced: true,
+      shortNames: ['sa'],
+      // POST .../serviceaccounts/{name}/token: a TokenRequest (authentication.k8s.io/v1), answered by the server.
+      subresources: ['token'],
+      smp: serviceAccountSchema,
+      wire: metaOnlyWire,
+      fieldLabelMessage: 'known',
+    },
+    {
+      group: 'authentication.k8s.io',
+      version: 'v1',
+      resource: 'tokenreviews',
+      kind: 'TokenReview',
+      singular: 'tokenreview',
+      namespaced: false,
+      smp: metaOnlySchema,
+      verbs: ['create'],
+      virtual: true,
     },
     {
       group: 'coordination.k8s.io',

@@ -22,6 +22,7 @@ import {
 import { isObject, type JsonObject } from './patch.js';
 import { builtinResources, type ResourceDef } from './resources.js';
 import { PATCH_CONTENT_TYPES, Store, type DeleteOptions, type PatchType, type WatchEventType } from './store.js';
+import type { ServiceAccountTokenIssuer, TokenIssuerOptions } from './tokens.js';
 
 /** A cancellable timer, as returned by `@kubelet-ts/core`'s Clock (which satisfies ServerClock). */
 export interface TimerHandle {
@@ -75,6 +76,14 @@ export interface TestApiServerOptions {
   version?: { major: string; minor: string; gitVersion: string };
   /** Keep at most this many request records (oldest dropped). Default 100000. */
   maxRequestLog?: number;
+  /**
+   * Service account tokens (TokenRequest, TokenReview): kube-apiserver's --service-account-issuer (default
+   * https://kubernetes.default.svc.cluster.local), --api-audiences (default [issuer]),
+   * --service-account-extend-token-expiration (default true) and --service-account-max-token-expiration.
+   */
+  serviceAccountTokens?: TokenIssuerOptions;
+  /** The `ca.crt` of service account token secrets (kube-controller-manager's --root-ca-file). Default ''. */
+  serviceAccountRootCA?: string;
 }
 
 /** One request as the log records it (benchmarks count requests and bytes from these). */
@@ -195,6 +204,8 @@ export class TestApiServer {
       patchUidMismatch: options.patchUidMismatch,
       admission: options.admission,
       resources: [...builtinResources(), ...(options.extraResources ?? [])],
+      serviceAccountTokens: options.serviceAccountTokens,
+      serviceAccountRootCA: options.serviceAccountRootCA,
     });
     const raw = this.raw;
     const ns = (obj: JsonObject): string | undefined => (isObject(obj.metadata) && typeof obj.metadata.namespace === 'string' ? obj.metadata.namespace : undefined);
@@ -230,6 +241,11 @@ export class TestApiServer {
 
   get url(): string {
     return `http://${this.host}:${this.listenPort}`;
+  }
+
+  /** The service account token issuer: its public key, and authenticate() as TokenReview does. */
+  get tokens(): ServiceAccountTokenIssuer {
+    return this.raw.tokens;
   }
 
   /** True while the server accepts connections (false between stop() and restart()). */
@@ -285,11 +301,14 @@ export class TestApiServer {
     this.raw.compact();
   }
 
-  /** Sends a BOOKMARK at the current resourceVersion to every watch that allows bookmarks. */
+  /**
+   * Sends a BOOKMARK to every watch that allows bookmarks, at its resource's latest resourceVersion (the version of
+   * its watch cache in kube-apiserver: the latest change of that resource, not of any), or at the version the watch
+   * started from when that is later.
+   */
   sendBookmarks(): void {
-    const rv = String(this.raw.resourceVersion);
     for (const w of this.watchers) {
-      if (w.bookmarks) this.writeEvent(w, 'BOOKMARK', this.raw.bookmarkObject(w.def, rv));
+      if (w.bookmarks) this.writeEvent(w, 'BOOKMARK', this.raw.bookmarkObject(w.def, String(Math.max(this.raw.cacheResourceVersion(w.def), w.rv))));
     }
   }
 
@@ -483,13 +502,15 @@ export class TestApiServer {
         singularName: d.singular,
         namespaced: d.namespaced,
         kind: d.kind,
-        verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
+        verbs: d.verbs ?? ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
       };
       if (d.shortNames) entry.shortNames = d.shortNames;
       resources.push(entry);
       for (const sub of d.subresources ?? []) {
         if (sub === 'binding') resources.push({ name: `${d.resource}/binding`, singularName: '', namespaced: d.namespaced, kind: 'Binding', verbs: ['create'] });
-        else resources.push({ name: `${d.resource}/${sub}`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] });
+        else if (sub === 'token') {
+          resources.push({ name: `${d.resource}/token`, singularName: '', namespaced: d.namespaced, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] });
+        } else resources.push({ name: `${d.resource}/${sub}`, singularName: '', namespaced: d.namespaced, kind: d.kind, verbs: ['get', 'patch', 'update'] });
       }
     }
     return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: gv.group ? `${gv.group}/${gv.version}` : gv.version, resources };
@@ -596,6 +617,22 @@ export class TestApiServer {
     const namespace = info.namespace;
     if (subresource && !(def.subresources ?? []).includes(subresource)) throw routeNotFound();
     if (def.namespaced && name !== undefined && namespace === undefined) throw routeNotFound();
+    if (def.virtual) {
+      // tokenreviews: create only, nothing stored.
+      if (method !== 'POST' || name !== undefined) throw methodNotAllowed();
+      this.requireJson(record);
+      this.send(res, record, 201, this.raw.tokens.review(this.parseJson(body, 'object')));
+      return;
+    }
+    if (subresource === 'token' && name !== undefined) {
+      // serviceaccounts/{name}/token: a TokenRequest, create only; NamespaceLifecycle admission first.
+      if (method !== 'POST') throw methodNotAllowed();
+      this.requireJson(record);
+      const request = this.parseJson(body, 'object');
+      this.raw.requireNamespace(namespace);
+      this.send(res, record, 201, this.raw.tokens.request(namespace ?? '', name, request));
+      return;
+    }
     const dryRun = q.getAll('dryRun').includes('All');
     const listOpts = {
       namespace,
@@ -765,7 +802,8 @@ export class TestApiServer {
       // resourceVersion has moved past the one the watch started from.
       const bookmarkAt = (timeoutSeconds - 2) * 1000;
       const preTimeoutBookmark = () => {
-        if (this.raw.resourceVersion > w.rv) this.writeEvent(w, 'BOOKMARK', this.raw.bookmarkObject(def, String(this.raw.resourceVersion)));
+        const cacheRv = this.raw.cacheResourceVersion(def);
+        if (cacheRv > w.rv) this.writeEvent(w, 'BOOKMARK', this.raw.bookmarkObject(def, String(cacheRv)));
       };
       const bookmark = w.bookmarks && bookmarkAt > 0 ? this.clock.setTimeout(preTimeoutBookmark, bookmarkAt) : undefined;
       const end = this.clock.setTimeout(() => this.endWatch(w), timeoutSeconds * 1000);

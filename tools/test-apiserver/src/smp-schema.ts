@@ -81,3 +81,9 @@ export const namespaceSchema: SmpSchema = {
 export const metaOnlySchema: SmpSchema = {
   metadata: { fields: objectMeta },
 };
+
+/** ServiceAccount: `secrets` is patchStrategy=merge, patchMergeKey=name (imagePullSecrets is atomic). */
+export const serviceAccountSchema: SmpSchema = {
+  metadata: { fields: objectMeta },
+  secrets: { mergeKey: 'name' },
+};

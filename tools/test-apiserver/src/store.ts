@@ -23,6 +23,7 @@ import { apiVersionOf, builtinResources, storageDef, storageKeyOf, type Resource
 import { normalizeTimes, TimeDecodeError } from './times.js';
 import { applyWireShape, goFormat } from './go-wire.js';
 import type { AdmissionConfig, AdmissionContext } from './admission.js';
+import { ServiceAccountTokenIssuer, type TokenIssuerOptions } from './tokens.js';
 import { fieldValue, parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from './selectors.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -100,9 +101,16 @@ export interface StoreOptions {
   /** The mutating admission plugins that run on create (all by default, as in kube-apiserver). */
   admission?: AdmissionConfig;
   resources?: ResourceDef[];
+  /** The service account token issuer's settings (issuer, API audiences, expiration extension). */
+  serviceAccountTokens?: TokenIssuerOptions;
+  /** What the token controller writes as `ca.crt` into token secrets (kube-controller-manager's --root-ca-file). Default ''. */
+  serviceAccountRootCA?: string;
 }
 
 const IMMORTAL_NAMESPACES = ['default', 'kube-system', 'kube-public'];
+const SERVICE_ACCOUNT_TOKEN_TYPE = 'kubernetes.io/service-account-token';
+const SA_NAME_ANNOTATION = 'kubernetes.io/service-account.name';
+const SA_UID_ANNOTATION = 'kubernetes.io/service-account.uid';
 const INITIAL_NAMESPACES = [...IMMORTAL_NAMESPACES, 'kube-node-lease'];
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -122,6 +130,13 @@ function objectKey(namespace: string | undefined, name: string): string {
   return `${namespace ?? ''}/${name}`;
 }
 
+/** Five characters of generateName's alphabet. */
+function randomSuffix(): string {
+  let suffix = '';
+  for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
+  return suffix;
+}
+
 function compareKeys(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -138,45 +153,227 @@ export class Store {
   private readonly enforceNamespaces: boolean;
   private readonly patchUidMismatch: 'invalid' | 'conflict';
   private readonly admission: AdmissionContext;
+  /** Service account tokens: TokenRequest, TokenReview and the token controller's legacy tokens. */
+  readonly tokens: ServiceAccountTokenIssuer;
+  private readonly rootCA: string;
+  /** The resourceVersion of the latest change of each resource (its watch cache's version in kube-apiserver). */
+  private readonly lastChange = new Map<string, number>();
+  /** The resourceVersion when the store was made: a watch cache that has seen no change since is at that one. */
+  private readonly startRv: number;
+  /** Events the in-process controllers have yet to see (set while they run: their own writes queue up here). */
+  private controllerQueue: StoreEvent[] | undefined;
 
   constructor(options: StoreOptions) {
     this.clock = options.clock;
     this.maxHistory = Math.max(1, options.maxHistory ?? 1000);
     this.enforceNamespaces = options.enforceNamespaces ?? true;
     this.patchUidMismatch = options.patchUidMismatch ?? 'invalid';
+    this.rootCA = options.serviceAccountRootCA ?? '';
     this.admission = {
       enabled: (plugin) => options.admission?.[plugin] ?? true,
-      serviceAccountTokenSecret: (namespace, serviceAccount) => this.serviceAccountTokenSecret(namespace, serviceAccount),
+      serviceAccount: (namespace, name) => this.admissionServiceAccount(namespace, name),
+      serviceAccountTokenSecret: (namespace, sa) => this.referencedTokenSecret(namespace, sa)?.name,
+      generateName: (prefix) => `${prefix}${randomSuffix()}`,
     };
     this.defs = options.resources ?? builtinResources();
+    this.tokens = new ServiceAccountTokenIssuer(
+      {
+        get: (resource, namespace, name) => {
+          const def = this.hasDef(resource);
+          return def && this.bucket(def).get(objectKey(namespace, name));
+        },
+        now: () => this.clock.now(),
+      },
+      options.serviceAccountTokens,
+    );
     const namespaces = this.resolve('namespaces');
     for (const name of INITIAL_NAMESPACES) this.create(namespaces, undefined, { metadata: { name } });
+    this.startRv = this.rv;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The controllers whose work a kubelet sees: kube-controller-manager's service account controller (a `default`
+  // service account in every namespace) and token controller (a token secret for every service account, listed in
+  // its `secrets`; removed with it). They run synchronously after each change, so what they make exists by the time
+  // the write that caused it returns.
+
+  private hasDef(resource: string): ResourceDef | undefined {
+    return this.defs.find((d) => d.group === '' && d.resource === resource);
+  }
+
+  private runControllers(ev: StoreEvent): void {
+    if (this.controllerQueue) {
+      this.controllerQueue.push(ev);
+      return;
+    }
+    this.controllerQueue = [ev];
+    try {
+      for (let next = this.controllerQueue.shift(); next; next = this.controllerQueue.shift()) {
+        try {
+          this.serviceAccountControllers(next);
+        } catch {
+          // A controller's failed write is retried by its next event, as a real controller would requeue it.
+        }
+      }
+    } finally {
+      this.controllerQueue = undefined;
+    }
+  }
+
+  private serviceAccountControllers(ev: StoreEvent): void {
+    const m = meta(ev.object);
+    const name = str(m.name) ?? '';
+    const namespace = str(m.namespace) ?? '';
+    if (ev.storageKey === '/namespaces') {
+      if (ev.type !== 'DELETED') this.ensureDefaultServiceAccount(name);
+    } else if (ev.storageKey === '/serviceaccounts') {
+      if (ev.type === 'DELETED') {
+        // The token controller deletes the service account's token secrets; the service account controller makes
+        // `default` again.
+        const secrets = this.hasDef('secrets');
+        if (secrets) {
+          for (const secret of [...this.bucket(secrets).values()]) {
+            if (meta(secret).namespace === namespace && this.isTokenSecretOf(secret, name, str(m.uid))) this.delete(secrets, namespace, String(meta(secret).name));
+          }
+        }
+        if (name === 'default') this.ensureDefaultServiceAccount(namespace);
+      } else {
+        this.ensureReferencedToken(namespace, name);
+      }
+    } else if (ev.storageKey === '/secrets' && (ev.type === 'DELETED' ? ev.prev ?? ev.object : ev.object).type === SERVICE_ACCOUNT_TOKEN_TYPE) {
+      const annotations = isObject(m.annotations) ? m.annotations : {};
+      const saName = str(annotations[SA_NAME_ANNOTATION]) ?? '';
+      const sas = this.hasDef('serviceaccounts');
+      const secrets = this.hasDef('secrets');
+      if (!sas || !secrets) return;
+      const sa = this.bucket(sas).get(objectKey(namespace, saName));
+      const saUid = str(annotations[SA_UID_ANNOTATION]);
+      if (ev.type === 'DELETED') {
+        // Its service account no longer lists it (and gets a new one).
+        const refs = sa && Array.isArray(sa.secrets) ? sa.secrets : [];
+        if (sa && refs.some((r) => isObject(r) && r.name === name)) {
+          const next = this.view(sas, sa);
+          next.secrets = refs.filter((r) => !(isObject(r) && r.name === name));
+          this.update(sas, namespace, saName, next);
+        }
+        return;
+      }
+      // A token secret of a service account that does not exist is deleted; one without its token gets it.
+      if (!sa || (saUid && saUid !== meta(sa).uid)) {
+        this.delete(secrets, namespace, name);
+        return;
+      }
+      const data = isObject(ev.object.data) ? ev.object.data : {};
+      if (!data.token || !saUid) {
+        const next = this.view(secrets, ev.object);
+        const nextMeta = meta(next);
+        nextMeta.annotations = { ...annotations, [SA_UID_ANNOTATION]: String(meta(sa).uid) };
+        next.data = this.tokenSecretData(namespace, saName, String(meta(sa).uid), name, data);
+        this.update(secrets, namespace, name, next);
+      }
+    }
+  }
+
+  /** Whether the namespace exists and is not being deleted (NamespaceLifecycle lets nothing new in otherwise). */
+  private namespaceActive(namespace: string): boolean {
+    const ns = this.bucket(this.resolve('namespaces')).get(objectKey(undefined, namespace));
+    return ns !== undefined && meta(ns).deletionTimestamp === undefined;
+  }
+
+  /** The service account controller: every active namespace has a `default` service account. */
+  private ensureDefaultServiceAccount(namespace: string): void {
+    const sas = this.hasDef('serviceaccounts');
+    if (!sas || !this.namespaceActive(namespace)) return;
+    if (this.bucket(sas).has(objectKey(namespace, 'default'))) return;
+    this.create(sas, namespace, { metadata: { name: 'default', namespace } });
+  }
+
+  /** Whether a secret is a token secret of the service account (secret.IsServiceAccountToken). */
+  private isTokenSecretOf(secret: JsonObject, saName: string, saUid: string | undefined): boolean {
+    if (secret.type !== SERVICE_ACCOUNT_TOKEN_TYPE) return false;
+    const annotations = isObject(meta(secret).annotations) ? (meta(secret).annotations as JsonObject) : {};
+    if (annotations[SA_NAME_ANNOTATION] !== saName) return false;
+    const uid = str(annotations[SA_UID_ANNOTATION]);
+    return !uid || !saUid || uid === saUid;
+  }
+
+  /** The first token secret the service account lists that exists and is its own (what admission mounts). */
+  private referencedTokenSecret(namespace: string, sa: JsonObject): { name: string; secret: JsonObject } | undefined {
+    const secrets = this.hasDef('secrets');
+    if (!secrets) return undefined;
+    const saMeta = meta(sa);
+    for (const ref of Array.isArray(sa.secrets) ? sa.secrets : []) {
+      if (!isObject(ref) || typeof ref.name !== 'string') continue;
+      const secret = this.bucket(secrets).get(objectKey(namespace, ref.name));
+      if (secret && this.isTokenSecretOf(secret, String(saMeta.name), str(saMeta.uid))) return { name: ref.name, secret };
+    }
+    return undefined;
+  }
+
+  private tokenSecretData(namespace: string, saName: string, saUid: string, secretName: string, data: JsonObject = {}): JsonObject {
+    const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+    return {
+      ...data,
+      'ca.crt': base64(this.rootCA),
+      namespace: base64(namespace),
+      token: base64(this.tokens.legacyToken(namespace, saName, saUid, secretName)),
+    };
   }
 
   /**
-   * The token secret of a service account, created the first time a pod needs it (kube's token controller makes it
-   * when the service account appears; here every service account exists): `<sa>-token-<5 chars>`, type
-   * kubernetes.io/service-account-token.
+   * The token controller: a service account that lists no token secret of its own gets a new one,
+   * `<sa>-token-<5 chars>` (type kubernetes.io/service-account-token, with a signed legacy token, ca.crt and the
+   * namespace), added to its `secrets`.
    */
-  private serviceAccountTokenSecret(namespace: string, serviceAccount: string): string {
-    const secrets = this.resolve('secrets');
-    const prefix = `${serviceAccount}-token-`;
-    for (const [key, secret] of this.bucket(secrets)) {
-      const m = meta(secret);
-      if (key.startsWith(`${namespace}/${prefix}`) && secret.type === 'kubernetes.io/service-account-token') return String(m.name);
-    }
-    let suffix = '';
-    for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
-    const name = `${prefix}${suffix}`;
-    const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+  private ensureReferencedToken(namespace: string, saName: string): void {
+    const sas = this.hasDef('serviceaccounts');
+    const secrets = this.hasDef('secrets');
+    if (!sas || !secrets) return;
+    const sa = this.bucket(sas).get(objectKey(namespace, saName));
+    if (!sa || meta(sa).deletionTimestamp !== undefined || this.referencedTokenSecret(namespace, sa)) return;
+    // A namespace being deleted gets nothing new (without a namespace object, lax mode, anything goes).
+    if (!this.namespaceActive(namespace) && (this.enforceNamespaces || this.bucket(this.resolve('namespaces')).has(objectKey(undefined, namespace)))) return;
+    const saUid = String(meta(sa).uid);
+    let secretName = '';
+    do secretName = `${saName}-token-${randomSuffix()}`;
+    while (this.bucket(secrets).has(objectKey(namespace, secretName)));
     this.create(secrets, namespace, {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { name, namespace, annotations: { 'kubernetes.io/service-account.name': serviceAccount, 'kubernetes.io/service-account.uid': randomUUID() } },
-      type: 'kubernetes.io/service-account-token',
-      data: { token: base64(`test-apiserver.${namespace}.${serviceAccount}`), 'ca.crt': '', namespace: base64(namespace) },
+      metadata: { name: secretName, namespace, annotations: { [SA_NAME_ANNOTATION]: saName, [SA_UID_ANNOTATION]: saUid } },
+      type: SERVICE_ACCOUNT_TOKEN_TYPE,
+      data: this.tokenSecretData(namespace, saName, saUid, secretName),
     });
-    return name;
+    const next = this.view(sas, sa);
+    next.secrets = [...(Array.isArray(next.secrets) ? next.secrets : []), { name: secretName }];
+    this.update(sas, namespace, saName, next);
+  }
+
+  /**
+   * What ServiceAccount admission finds. Without NamespaceLifecycle (enforceNamespaces: false) a namespace may have
+   * no object, so no controller made its `default` service account: it is made on first use instead.
+   */
+  private admissionServiceAccount(namespace: string, name: string): JsonObject | undefined {
+    const sas = this.hasDef('serviceaccounts');
+    // A store made without service accounts: every one exists, and none has a token to mount.
+    if (!sas) return { metadata: { name, namespace }, automountServiceAccountToken: false };
+    const key = objectKey(namespace, name);
+    if (!this.bucket(sas).has(key) && name === 'default' && !this.enforceNamespaces && !this.bucket(this.resolve('namespaces')).has(objectKey(undefined, namespace))) {
+      this.create(sas, namespace, { metadata: { name, namespace } });
+    }
+    return this.bucket(sas).get(key);
+  }
+
+  /** The resourceVersion of the resource's watch cache: its latest change (or the store's start, before any). */
+  cacheResourceVersion(def: ResourceDef): number {
+    return this.lastChange.get(storageKeyOf(def)) ?? this.startRv ?? this.rv;
+  }
+
+  /** NamespaceLifecycle: 404 for a namespaced request to a namespace that does not exist (when enforced). */
+  requireNamespace(namespace: string | undefined): void {
+    if (this.enforceNamespaces && namespace && !this.bucket(this.resolve('namespaces')).has(objectKey(undefined, namespace))) {
+      throw notFound('namespaces', '', namespace);
+    }
   }
 
   /** The current (latest committed) resourceVersion. */
@@ -288,6 +485,7 @@ export class Store {
     if (type === 'DELETED') bucket.delete(key);
     else bucket.set(key, obj);
     const ev: StoreEvent = { type, rv: this.rv, storageKey: storageKeyOf(def), key, object: obj, prev };
+    this.lastChange.set(ev.storageKey, this.rv);
     this.history.push(ev);
     if (this.history.length > this.maxHistory) {
       const drop = this.history.length - this.maxHistory;
@@ -295,6 +493,7 @@ export class Store {
       this.history.splice(0, drop);
     }
     for (const l of [...this.listeners]) l(ev);
+    this.runControllers(ev);
     return obj;
   }
 
@@ -368,7 +567,7 @@ export class Store {
       const requested = Number(opts.resourceVersion);
       if (!Number.isInteger(requested) || requested < 0) throw badRequest(`invalid resource version: ${opts.resourceVersion}`);
       if (requested > this.rv) {
-        throw new ApiError(504, 'Timeout', `Too large resource version: ${requested}, current: ${this.rv}`, {
+        throw new ApiError(504, 'Timeout', `Timeout: Too large resource version: ${requested}, current: ${this.rv}`, {
           causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
           retryAfterSeconds: 1,
         });
@@ -475,6 +674,10 @@ export class Store {
     const ns = this.checkNamespace(def, namespace, obj);
     const m = meta(obj);
     if (str(m.resourceVersion)) throw internalError('resourceVersion should not be set on objects to be created');
+    // Admission runs before the registry's BeforeCreate: NamespaceLifecycle (404), then the mutating plugins (which
+    // may refuse the object: a pod of a service account that does not exist gets 403), then names and validation.
+    this.requireNamespace(ns);
+    def.admitCreate?.(obj, ns, this.admission);
     let name = str(m.name);
     const bucket = this.bucket(def);
     if (!name) {
@@ -483,9 +686,7 @@ export class Store {
         throw invalid(def.kind, def.group, '', [{ type: 'FieldValueRequired', field: 'metadata.name', detail: 'name or generateName is required' }]);
       }
       for (let attempt = 0; attempt < 8; attempt++) {
-        let suffix = '';
-        for (let i = 0; i < 5; i++) suffix += GENERATE_CHARS[Math.floor(Math.random() * GENERATE_CHARS.length)];
-        name = `${generateName.slice(0, 58)}${suffix}`;
+        name = `${generateName.slice(0, 58)}${randomSuffix()}`;
         if (!bucket.has(objectKey(ns, name))) break;
       }
       m.name = name as string;
@@ -493,9 +694,6 @@ export class Store {
     const objName = name as string;
     const nameErrs = this.validateName(def, objName);
     if (nameErrs.length > 0) throw invalid(def.kind, def.group, objName, nameErrs);
-    if (this.enforceNamespaces && ns && !this.bucket(this.resolve('namespaces')).has(objectKey(undefined, ns))) {
-      throw notFound('namespaces', '', ns);
-    }
     // BeforeCreate: system fields are the server's.
     m.uid = randomUUID();
     m.creationTimestamp = this.timestamp();
@@ -503,7 +701,6 @@ export class Store {
     delete m.deletionGracePeriodSeconds;
     if (def.generation) m.generation = 1;
     else delete m.generation;
-    def.admitCreate?.(obj, ns, this.admission);
     def.prepareForCreate?.(obj);
     const errs = def.validateCreate?.(obj) ?? [];
     if (errs.length > 0) throw invalid(def.kind, def.group, objName, errs);

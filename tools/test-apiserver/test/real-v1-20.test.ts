@@ -293,3 +293,128 @@ t.test('a patched object that does not decode: 422 Invalid on the field "patch"'
   t.equal(put.status, 400);
   t.equal(put.body.message, `Lease in version "v1" cannot be handled as a Lease: ${parse}`);
 });
+
+t.test("volume defaults: downward API fieldRef apiVersion, a resourceFieldRef's divisor, a token projection's expiry", async (t) => {
+  const s = await withServer(t);
+  const created = await http(
+    s,
+    'POST',
+    PODS,
+    pod('vols', {
+      spec: {
+        containers: [{ name: 'c', image: 'busybox:1.36', env: [{ name: 'A', valueFrom: { resourceFieldRef: { resource: 'limits.memory' } } }] }],
+        volumes: [
+          {
+            name: 'dapi',
+            downwardAPI: {
+              items: [
+                { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+                { path: 'mem', resourceFieldRef: { containerName: 'c', resource: 'limits.memory', divisor: '1Mi' } },
+                { path: 'cpu', resourceFieldRef: { containerName: 'c', resource: 'limits.cpu' } },
+              ],
+            },
+          },
+          {
+            name: 'proj',
+            projected: {
+              sources: [
+                { serviceAccountToken: { audience: 'aud', path: 'token' } },
+                { serviceAccountToken: { path: 'token2', expirationSeconds: 7200 } },
+                { downwardAPI: { items: [{ path: 'podname', fieldRef: { fieldPath: 'metadata.name' } }] } },
+              ],
+            },
+          },
+        ],
+      },
+    }),
+  );
+  // As kube-apiserver v1.20.2 answered the same pod.
+  const volumes = created.body.spec.volumes as Obj[];
+  t.same(volumes[0].downwardAPI, {
+    items: [
+      { path: 'labels', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.labels' } },
+      { path: 'mem', resourceFieldRef: { containerName: 'c', resource: 'limits.memory', divisor: '1Mi' } },
+      { path: 'cpu', resourceFieldRef: { containerName: 'c', resource: 'limits.cpu', divisor: '0' } },
+    ],
+    defaultMode: 420,
+  });
+  t.same(volumes[1].projected, {
+    sources: [
+      { serviceAccountToken: { audience: 'aud', path: 'token', expirationSeconds: 3600 } },
+      { serviceAccountToken: { path: 'token2', expirationSeconds: 7200 } },
+      { downwardAPI: { items: [{ path: 'podname', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } }] } },
+    ],
+    defaultMode: 420,
+  });
+  t.same(created.body.spec.containers[0].env, [{ name: 'A', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '0' } } }]);
+});
+
+t.test("a configMap watched by name, as the kubelet's managers do: events of that object only; bookmarks at the resource's own version", async (t) => {
+  const clock = new ManualClock();
+  const s = await withServer(t, { clock });
+  const CMS = '/api/v1/namespaces/default/configmaps';
+  const sel = `fieldSelector=${encodeURIComponent('metadata.name=cm1')}`;
+  const listed = await http(s, 'GET', `${CMS}?${sel}&resourceVersion=0`);
+  t.same(listed.body, { kind: 'ConfigMapList', apiVersion: 'v1', metadata: { resourceVersion: listed.body.metadata.resourceVersion }, items: [] }, 'not there yet: an empty list');
+  const from = listed.body.metadata.resourceVersion as string;
+  const w = watch(s, `${CMS}?${sel}&resourceVersion=${from}&allowWatchBookmarks=true&timeoutSeconds=5&watch=true`);
+  await s.waitForWatch('configmaps');
+  await http(s, 'POST', CMS, { metadata: { name: 'cm1' }, data: { a: '1' } });
+  await http(s, 'POST', CMS, { metadata: { name: 'cm2' }, data: { a: '1' } });
+  await http(s, 'PUT', `${CMS}/cm1`, { metadata: { name: 'cm1' }, data: { a: '2' } });
+  await http(s, 'PUT', `${CMS}/cm2`, { metadata: { name: 'cm2' }, data: { a: '2' } });
+  const cm3 = (await http(s, 'POST', CMS, { metadata: { name: 'cm3' } })).body;
+  await http(s, 'DELETE', `${CMS}/cm1`);
+  const lastConfigMap = cm3.metadata.resourceVersion as string;
+  const after = (await http(s, 'GET', `${CMS}?${sel}&resourceVersion=0`)).body;
+  t.same(after.items, [], 'gone again');
+  // A change of another resource moves the server's version, not the configmaps' watch cache's.
+  const secret = (await http(s, 'POST', '/api/v1/namespaces/default/secrets', { metadata: { name: 's1' } })).body;
+  const events = await w.waitFor(3);
+  t.same(
+    events.map((e) => [e.type, e.object.metadata.name, e.object.data]),
+    [
+      ['ADDED', 'cm1', { a: '1' }],
+      ['MODIFIED', 'cm1', { a: '2' }],
+      ['DELETED', 'cm1', { a: '2' }],
+    ],
+    'only cm1',
+  );
+  const deletedRv = events[2].object.metadata.resourceVersion as string;
+  t.ok(Number(deletedRv) > Number(lastConfigMap), 'the deletion is the latest configmap change');
+  clock.advance(3000);
+  const withBookmark = await w.waitFor(4);
+  t.same(
+    withBookmark[3],
+    { type: 'BOOKMARK', object: { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: deletedRv, creationTimestamp: null } } },
+    "two seconds before the timeout, a bookmark at the configmaps' latest change, not the later secret's",
+  );
+  t.ok(Number(secret.metadata.resourceVersion) > Number(deletedRv));
+  clock.advance(2000);
+  await w.waitEnded();
+
+  // Nothing of the resource changed since the watch started: no bookmark, whatever else changed.
+  const idle = watch(s, `${CMS}?${sel}&resourceVersion=${deletedRv}&allowWatchBookmarks=true&timeoutSeconds=4&watch=true`);
+  await s.waitForWatch('configmaps');
+  await http(s, 'POST', '/api/v1/namespaces/default/secrets', { metadata: { name: 's2' } });
+  clock.advance(4000);
+  await idle.waitEnded();
+  t.same(idle.events, [], 'no events, no bookmark');
+
+  // On demand (a test control), a watch from a version past the configmaps' gets a bookmark at its own version.
+  const now = String(s.store.resourceVersion);
+  const late = watch(s, `${CMS}?${sel}&resourceVersion=${now}&allowWatchBookmarks=true&watch=true`);
+  t.teardown(() => late.close());
+  await s.waitForWatch('configmaps');
+  s.sendBookmarks();
+  t.equal((await late.waitFor(1))[0].object.metadata.resourceVersion, now, 'never a version older than the one it started from');
+
+  const tooLarge = await http(s, 'GET', `${CMS}?${sel}&resourceVersion=99999999`);
+  t.same([tooLarge.status, tooLarge.body.reason, tooLarge.body.message], [504, 'Timeout', `Timeout: Too large resource version: 99999999, current: ${s.store.resourceVersion}`]);
+  const secrets = await http(s, 'GET', `/api/v1/namespaces/default/secrets?fieldSelector=${encodeURIComponent('type=Opaque,metadata.name=s1')}`);
+  t.same(
+    secrets.body.items.map((x: Obj) => x.metadata.name),
+    ['s1'],
+    'secrets also select on type',
+  );
+});
