@@ -4,7 +4,7 @@
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { isNotFound, type Logger } from '@kubelet-ts/core';
 import { runtimeapi } from '@kubelet-ts/cri-client';
-import { expand, type ConfigMapAndSecretSource } from '@kubelet-ts/runtime-manager';
+import type { ConfigMapAndSecretSource } from '@kubelet-ts/runtime-manager';
 import { configMapNamesOf, makeMounts, secretNamesOf, type ConfigMapGetter, type ContainerMount, type MountedVolume, type SecretGetter } from '@kubelet-ts/volume-manager';
 
 const CRI_PROPAGATION: Record<ContainerMount['propagation'], runtimeapi.MountPropagation> = {
@@ -21,7 +21,7 @@ export async function criMountsFor(
   env: ReadonlyMap<string, string>,
 ): Promise<runtimeapi.MountInit[]> {
   if (!volumes || !container.volumeMounts?.length) return [];
-  const mounts = await makeMounts(pod, container, volumes.getMountedVolumesForPod(pod.metadata?.uid ?? ''), { env: new Map(env), expand });
+  const mounts = await makeMounts(pod, container, volumes.getMountedVolumesForPod(pod.metadata?.uid ?? ''), { env });
   return mounts.map((m) => ({
     containerPath: m.containerPath,
     hostPath: m.hostPath,

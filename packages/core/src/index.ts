@@ -18,3 +18,4 @@ export * from './net-errors.js';
 export * from './reflector.js';
 export * from './quantity.js';
 export * from './downward-api.js';
+export * from './expansion.js';

@@ -9,7 +9,7 @@ import type {
   V1SecurityContext,
 } from '@kubernetes/client-node';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
-import { expand } from './expansion.js';
+import { expand } from '@kubelet-ts/core';
 import { buildPodLogsDirectory } from './helpers.js';
 import {
   extractContainerResourceValue,

@@ -100,7 +100,7 @@ export {
   SERVICES_NOT_SYNCED_MESSAGE,
   type ServiceSource,
 } from './service-env.js';
-export { expand, expandAll } from './expansion.js';
+export { expand, expandAll } from '@kubelet-ts/core';
 export { hashContainer, canonicalJson, fnv32a } from './hash.js';
 export * from './labels.js';
 export {

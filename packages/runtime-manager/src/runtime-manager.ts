@@ -46,7 +46,7 @@ import {
   type ConfigMapAndSecretSource,
   type NodeInfoForPods,
 } from './container-config.js';
-import { expandAll } from './expansion.js';
+import { expandAll } from '@kubelet-ts/core';
 import { nodeFs, type RuntimeFs } from './fs.js';
 import { makeHostsMount, podHostnameAndDomain, shouldMountHostsFile } from './hosts.js';
 import type { ServiceSource } from './service-env.js';

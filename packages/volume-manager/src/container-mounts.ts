@@ -3,7 +3,7 @@
 import path from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { noopLogger, type Logger } from '@kubelet-ts/core';
-import { expandSubPathExpr, prepareSubPath, type ExpandFn } from './subpath.js';
+import { expandSubPathExpr, prepareSubPath } from './subpath.js';
 import type { MountedVolume } from './types.js';
 
 export type MountPropagation = 'Private' | 'HostToContainer' | 'Bidirectional';
@@ -20,9 +20,7 @@ export interface ContainerMount {
 
 export interface MakeMountsOptions {
   /** The container's environment, for subPathExpr. */
-  env?: Map<string, string>;
-  /** $(VAR) expansion; the runtime manager's, so both expand alike. */
-  expand?: ExpandFn;
+  env?: ReadonlyMap<string, string>;
   logger?: Logger;
 }
 
@@ -59,7 +57,7 @@ export async function makeMounts(pod: V1Pod, container: V1Container, volumes: Re
       throw new Error(`cannot find volume ${JSON.stringify(mount.name)} to mount into container ${JSON.stringify(container.name)}`);
     }
     let subPath = mount.subPath ?? '';
-    if (mount.subPathExpr) subPath = expandSubPathExpr(mount.subPathExpr, opts.env ?? new Map(), opts.expand);
+    if (mount.subPathExpr) subPath = expandSubPathExpr(mount.subPathExpr, opts.env ?? new Map());
     const hostPath = subPath
       ? await prepareSubPath({ volumePath: volume.path, subPath, volumeMountName: mount.name, containerName: container.name, logger })
       : volume.path;

@@ -25,7 +25,7 @@ export {
 } from './volume-manager.js';
 export { escapePluginName, podVolumeDir, podVolumeNamesInUse, podVolumesDir, uniquePodVolumeName, unescapePluginName } from './names.js';
 export { makeMounts, translateMountPropagation, type ContainerMount, type MakeMountsOptions, type MountPropagation } from './container-mounts.js';
-export { expandSubPathExpr, prepareSubPath, safeMakeDir, type ExpandFn, type PrepareSubPathOptions } from './subpath.js';
+export { expandSubPathExpr, prepareSubPath, safeMakeDir, type PrepareSubPathOptions } from './subpath.js';
 export { SystemMounter, parseMountInfo, type SystemMounterOptions, type MountInfoEntry } from './mounter.js';
 export { setVolumeOwnership, type SetVolumeOwnershipOptions, type FSGroupChangePolicy } from './ownership.js';
 export { AtomicWriter, validatePath, validatePayload, type AtomicWriterFs, type AtomicWriterOptions, type FileProjection } from './atomic-writer.js';

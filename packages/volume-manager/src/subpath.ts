@@ -3,51 +3,15 @@
 // the check that what gets mounted stays inside the volume.
 import { constants as fsc, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { noopLogger, type Logger } from '@kubelet-ts/core';
+import { expand, noopLogger, type Logger } from '@kubelet-ts/core';
 import { pathWithinBase } from './mounter.js';
 import { goErrnoText, goPathErrorText, validatePathNoBacksteps } from './plugins/host-path.js';
-
-/**
- * $(VAR) expansion with a mapping, as runtime-manager's `expand` (Go: third_party/forked/golang/expansion).
- * A mapping result of undefined keeps the reference as written.
- */
-export type ExpandFn = (input: string, mapping: (name: string) => string | undefined) => string;
-
-/** Go's expansion.Expand, for when no ExpandFn is injected. */
-const goExpand: ExpandFn = (input, mapping) => {
-  let out = '';
-  let checkpoint = 0;
-  for (let cursor = 0; cursor < input.length; cursor++) {
-    if (input[cursor] !== '$' || cursor + 1 >= input.length) continue;
-    out += input.slice(checkpoint, cursor);
-    const next = input[cursor + 1];
-    if (next === '$') {
-      out += '$';
-    } else if (next === '(') {
-      const close = input.indexOf(')', cursor + 2);
-      if (close >= 0) {
-        const name = input.slice(cursor + 2, close);
-        out += mapping(name) ?? `$(${name})`;
-        cursor = close;
-        checkpoint = cursor + 1;
-        continue;
-      }
-      // An unterminated reference is copied and scanning goes on after the `$(`.
-      out += '$(';
-    } else {
-      out += '$' + next;
-    }
-    cursor++;
-    checkpoint = cursor + 1;
-  }
-  return out + input.slice(checkpoint);
-};
 
 /**
  * Go's ExpandContainerVolumeMounts: expands subPathExpr with the container's environment. A
  * reference to a variable that is unset or empty fails with `missing value for A, B`.
  */
-export function expandSubPathExpr(expr: string, env: Map<string, string>, expand: ExpandFn = goExpand): string {
+export function expandSubPathExpr(expr: string, env: ReadonlyMap<string, string>): string {
   const missing = new Set<string>();
   const expanded = expand(expr, (name) => {
     const value = env.get(name);

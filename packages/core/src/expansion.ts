@@ -1,8 +1,8 @@
-// $(VAR) expansion in env values, commands and args (Go: third_party/forked/golang/expansion).
+// $(VAR) expansion in env values, commands, args and subPathExpr (Go: third_party/forked/golang/expansion).
 
 /**
- * Expands $(VAR) references with mapping. `$$` escapes a `$`; a reference to an unknown variable,
- * or an unterminated one, stays as written.
+ * Go's expansion.Expand: `$(NAME)` is replaced by mapping(NAME), a reference mapping does not know stays as
+ * written, `$$` is a `$`, and an unterminated `$(` is copied with scanning going on after it.
  */
 export function expand(input: string, mapping: (name: string) => string | undefined): string {
   let out = '';
@@ -13,26 +13,19 @@ export function expand(input: string, mapping: (name: string) => string | undefi
     const next = input[cursor + 1];
     if (next === '$') {
       out += '$';
-      cursor++;
-      checkpoint = cursor + 1;
-      continue;
-    }
-    if (next === '(') {
+    } else if (next === '(') {
       const close = input.indexOf(')', cursor + 2);
       if (close >= 0) {
         const name = input.slice(cursor + 2, close);
-        const value = mapping(name);
-        out += value ?? `$(${name})`;
+        out += mapping(name) ?? `$(${name})`;
         cursor = close;
         checkpoint = cursor + 1;
         continue;
       }
-      // unterminated: keep the rest as is
-      out += input.slice(cursor);
-      return out;
+      out += '$(';
+    } else {
+      out += '$' + next;
     }
-    // a lone $ followed by something else stays
-    out += '$' + next;
     cursor++;
     checkpoint = cursor + 1;
   }
@@ -40,6 +33,6 @@ export function expand(input: string, mapping: (name: string) => string | undefi
 }
 
 /** Expands each string with the environment (Go: ExpandContainerCommandAndArgs). */
-export function expandAll(values: string[] | undefined, env: Map<string, string>): string[] {
+export function expandAll(values: string[] | undefined, env: ReadonlyMap<string, string>): string[] {
   return (values ?? []).map((value) => expand(value, (name) => env.get(name)));
 }
