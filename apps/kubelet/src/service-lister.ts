@@ -5,7 +5,7 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1Service } from '@kubernetes/client-node';
 // The package's index does not re-export its ObjectSerializer (see @kubelet-ts/pod-config's serializer).
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { clientNodeWatch, Reflector, type Clock, type Logger, type WatchEvent } from '@kubelet-ts/core';
+import { clientNodeWatch, Reflector, type Clock, type Logger, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
 import type { ServiceSource } from '@kubelet-ts/runtime-manager';
 
 /** A watch event as the API server sends it; object is a V1Service, or a V1Status for ERROR. */
@@ -42,19 +42,12 @@ export function createServiceListerWatcher(kubeConfig: KubeConfig): ServiceListe
   };
 }
 
-export interface ServiceListerOptions {
+export interface ServiceListerOptions extends ReflectorTuning {
   /** Builds the lister/watcher when none is given. */
   kubeConfig?: KubeConfig;
   listerWatcher?: ServiceListerWatcher;
-  /** Watches ask the server to end after a random time in [min, 2*min] (client-go: 5 min). */
-  minWatchTimeoutMs?: number;
-  /** Retry backoff after list/watch errors (client-go's reflector: 800 ms doubling to 30 s, jittered). */
-  backoffInitialMs?: number;
-  backoffMaxMs?: number;
-  backoffJitter?: number;
   clock?: Clock;
   logger?: Logger;
-  random?: () => number;
 }
 
 /**

@@ -48,19 +48,23 @@ export interface ReflectorStats {
   errors: number;
 }
 
-export interface ReflectorOptions<T> {
-  listerWatcher: ListerWatcher<T>;
-  /** What is reflected, for log messages (e.g. `services`, `object-"ns"/"name"`). */
-  description?: string;
+/** The knobs of a reflector that its users pass through (client-go's defaults when unset). */
+export interface ReflectorTuning {
   /** Watches ask the server to end after a random time in [min, 2*min] (client-go: 5 min). */
   minWatchTimeoutMs?: number;
   /** Retry backoff after list/watch errors (client-go: 800 ms doubling to 30 s, jitter 1.0). */
   backoffInitialMs?: number;
   backoffMaxMs?: number;
   backoffJitter?: number;
+  random?: () => number;
+}
+
+export interface ReflectorOptions<T> extends ReflectorTuning {
+  listerWatcher: ListerWatcher<T>;
+  /** What is reflected, for log messages (e.g. `services`, `object-"ns"/"name"`). */
+  description?: string;
   clock?: Clock;
   logger?: Logger;
-  random?: () => number;
   /** Called after each change to the store; an exception is logged, never ends the watch. */
   onChange?: (change: StoreChange<T>) => void;
 }

@@ -1,5 +1,5 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { clientNodeWatch, PodOperation, PodSource, Reflector, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type WatchEvent } from '@kubelet-ts/core';
+import { clientNodeWatch, PodOperation, PodSource, Reflector, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
 import { deserializePod } from './serializer.js';
 import { abortable } from './util.js';
@@ -53,7 +53,7 @@ export function createPodListerWatcher(kubeConfig: KubeConfig, nodeName: string)
   };
 }
 
-export interface ApiserverSourceOptions {
+export interface ApiserverSourceOptions extends ReflectorTuning {
   nodeName: string;
   /** Where SET snapshots go, usually podConfig.channel('api'). */
   sink: PodUpdateSink;
@@ -63,17 +63,10 @@ export interface ApiserverSourceOptions {
   /** Go waits for the node to be registered before watching pods. Polled every nodeSyncPeriodMs (1 s). */
   nodeHasSynced?: () => boolean;
   nodeSyncPeriodMs?: number;
-  /** Watches ask the server to end after a random time in [min, 2*min] (client-go: 5 min). */
-  minWatchTimeoutMs?: number;
-  /** Retry backoff after list/watch errors (client-go's reflector: 800 ms doubling to 30 s, jittered). */
-  backoffInitialMs?: number;
-  backoffMaxMs?: number;
-  backoffJitter?: number;
   /** Source name on the updates. Default 'api'. */
   source?: PodSourceName;
   clock?: Clock;
   logger?: Logger;
-  random?: () => number;
 }
 
 /**
