@@ -171,6 +171,16 @@ export interface GenericPLEGOptions {
   eventChannel?: EventChannel<PodLifecycleEvent>;
   /** Called with each relist's wall duration in ms (Go: pleg_relist_duration_seconds). */
   onRelistDuration?: (durationMs: number) => void;
+  /**
+   * Called as a relist starts with the time in ms since the last relist that listed the pods, once there was one
+   * (Go: pleg_relist_interval_seconds).
+   */
+  onRelistInterval?: (intervalMs: number) => void;
+  /**
+   * Called with every pod a relist listed from the runtime, before the cache is updated (Go:
+   * updateRunningPodAndContainerMetrics, for kubelet_running_pods and kubelet_running_containers).
+   */
+  onPodsListed?: (pods: readonly RuntimePod[]) => void;
   /** How many recent relist durations relistDurations() keeps. Default 100. */
   relistDurationSamples?: number;
 }
@@ -198,6 +208,8 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly onRelistDuration?: (durationMs: number) => void;
+  private readonly onRelistInterval?: (intervalMs: number) => void;
+  private readonly onPodsListed?: (pods: readonly RuntimePod[]) => void;
   private readonly maxDurationSamples: number;
   private duration: RelistDuration;
   private readonly podRecords = new Map<string, PodRecord>();
@@ -223,6 +235,8 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     };
     this.eventChannel = opts.eventChannel ?? new EventChannel<PodLifecycleEvent>(opts.channelCapacity ?? PLEG_CHANNEL_CAPACITY);
     this.onRelistDuration = opts.onRelistDuration;
+    this.onRelistInterval = opts.onRelistInterval;
+    this.onPodsListed = opts.onPodsListed;
     this.maxDurationSamples = opts.relistDurationSamples ?? 100;
   }
 
@@ -350,6 +364,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private async relistOnce(): Promise<void> {
     const verbose = this.logger.v(5);
     if (verbose.enabled) verbose.info('GenericPLEG: Relisting');
+    if (this.relistTime !== undefined) this.onRelistInterval?.(this.clock.since(this.relistTime));
     const timestamp = this.clock.now();
 
     let pods: RuntimePod[];
@@ -360,6 +375,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
       return;
     }
     this.relistTime = timestamp;
+    this.onPodsListed?.(pods);
 
     // setCurrent
     for (const record of this.podRecords.values()) record.current = undefined;

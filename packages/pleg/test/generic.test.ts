@@ -265,6 +265,29 @@ t.test('relists are serialized and their durations recorded', async (t) => {
   t.type(pleg.lastRelistDurationMs(), 'number');
 });
 
+t.test('onRelistInterval and onPodsListed report each relist for metrics', async (t) => {
+  const clock = new FakeClock();
+  const runtime = new FakeContainerRuntime();
+  const cache = new PodCache({ clock });
+  const intervals: number[] = [];
+  const listed: string[][] = [];
+  const pleg = new GenericPLEG({ runtime, cache, clock, onRelistInterval: (ms) => intervals.push(ms), onPodsListed: (pods) => listed.push(pods.map((p) => p.id)) });
+  runtime.setPod({ uid: 'pod1', containers: [{ id: 'c1', state: 'running' }], sandboxes: [{ id: 's1', state: 'running' }] });
+  await pleg.relist();
+  t.same(intervals, [], 'no interval before the first successful listing');
+  t.same(listed, [['pod1']]);
+  await clock.advance(1500);
+  runtime.getPodsErrors.push(new Error('connection refused'));
+  await pleg.relist();
+  t.same(intervals, [1500], 'the interval since the last listing, as the relist starts');
+  t.same(listed, [['pod1']], 'a failed listing reports no pods');
+  await clock.advance(500);
+  runtime.setPod({ uid: 'pod2', containers: [], sandboxes: [{ id: 's2', state: 'running' }] });
+  await pleg.relist();
+  t.same(intervals, [1500, 2000], 'a failed listing does not move the last listing time');
+  t.same(listed, [['pod1'], ['pod1', 'pod2']]);
+});
+
 t.test('update() restarts a running loop with the new period', async (t) => {
   const { clock, runtime, pleg } = setup();
   pleg.start();

@@ -145,6 +145,13 @@ export interface PodWorkersOptions {
   workQueue?: TimedWorkQueue<string>;
   /** Randomness for the jitter; tests pass () => 0 for exact delays. */
   random?: () => number;
+  /**
+   * Called once the worker has processed an update that carries a startTime, with the time in ms from that
+   * startTime to the end of the sync, successful or not (Go: kubelet_pod_worker_duration_seconds). The operation
+   * type is the update's updateType ('create', 'update', 'sync', 'kill'), or 'terminated' for the final
+   * syncTerminatedPod, as Go labels it.
+   */
+  onSyncDuration?: (operationType: string, durationMs: number) => void;
 }
 
 /**
@@ -169,6 +176,7 @@ export class PodWorkers implements PodWorkersInterface {
   private readonly resyncIntervalMs: number;
   private readonly backOffPeriodMs: number;
   private readonly random: () => number;
+  private readonly onSyncDuration?: (operationType: string, durationMs: number) => void;
   private readonly statuses = new Map<string, PodSyncStatus>();
   private readonly loops = new Map<string, Promise<void>>();
   private readonly startedStaticPodsByFullname = new Map<string, string>();
@@ -185,6 +193,7 @@ export class PodWorkers implements PodWorkersInterface {
     this.backOffPeriodMs = opts.backOffPeriodMs ?? DEFAULT_BACKOFF_PERIOD_MS;
     this.workQueue = opts.workQueue ?? new TimedWorkQueue<string>({ clock: this.clock });
     this.random = opts.random ?? Math.random;
+    this.onSyncDuration = opts.onSyncDuration;
   }
 
   // ---- queries (Go: PodWorkers interface) ----
@@ -522,10 +531,12 @@ export class PodWorkers implements PodWorkersInterface {
         }
       } else if (update.workType === 'terminated') {
         this.completeTerminated(uid);
+        this.observeSyncDuration('terminated', opts.startTime);
         return;
       } else if (update.workType === 'terminating') {
         if (opts.runningPod) {
           this.completeTerminatingRuntimePod(uid);
+          this.observeSyncDuration(opts.updateType, opts.startTime);
           return;
         }
         this.completeTerminating(uid);
@@ -536,8 +547,14 @@ export class PodWorkers implements PodWorkersInterface {
         phaseTransition = true;
       }
 
-      if (!this.completeWork(uid, phaseTransition, error)) return;
+      const more = this.completeWork(uid, phaseTransition, error);
+      this.observeSyncDuration(opts.updateType, opts.startTime);
+      if (!more) return;
     }
+  }
+
+  private observeSyncDuration(operationType: string, startTime: number | undefined): void {
+    if (this.onSyncDuration && startTime !== undefined) this.onSyncDuration(operationType, this.clock.now() - startTime);
   }
 
   /**

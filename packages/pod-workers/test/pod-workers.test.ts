@@ -93,6 +93,45 @@ t.test('updates arriving during a sync are coalesced into the latest', async (t)
   await workers.stop();
 });
 
+t.test('onSyncDuration reports each processed update with a start time, by operation type', async (t) => {
+  const clock = new FakeClock();
+  const cache = new PodCache({ clock });
+  const syncer = new RecordingPodSyncer({ clock });
+  const durations: Array<[string, number]> = [];
+  const workers = new PodWorkers({ syncer, cache, clock, random: () => 0, onSyncDuration: (type, ms) => durations.push([type, ms]) });
+  const relist = async (): Promise<void> => {
+    await clock.flush();
+    clock.step(1);
+    cache.updateTime(clock.now());
+    await clock.flush();
+  };
+  const pod = makePod('a');
+  workers.updatePod({ updateType: 'create', pod, startTime: clock.now() });
+  clock.step(250);
+  await relist();
+  t.same(durations, [['create', 251]], 'from the update\'s start time to the end of the sync, queueing included');
+
+  syncer.failNext('syncPod');
+  workers.updatePod({ updateType: 'update', pod, startTime: clock.now() });
+  await relist();
+  t.same(durations[1], ['update', 1], 'a failed sync is observed too');
+
+  workers.updatePod({ updateType: 'sync', pod });
+  await relist();
+  t.equal(durations.length, 2, 'an update without a start time is not observed');
+
+  workers.updatePod({ updateType: 'kill', pod, startTime: clock.now() });
+  await relist();
+  await relist();
+  t.same(syncer.methods(), ['syncPod', 'syncPod', 'syncPod', 'syncTerminatingPod', 'syncTerminatedPod']);
+  t.same(
+    durations.slice(2).map(([type]) => type),
+    ['kill'],
+    'the terminating sync is a kill; the replayed update that finishes the pod carries no start time (as in Go)',
+  );
+  await workers.stop();
+});
+
 t.test('kill: terminating with the grace period, terminated, then forgotten by syncKnownPods', async (t) => {
   const { syncer, workers, relist } = setup();
   const pod = makePod('a', { grace: 30 });

@@ -22,5 +22,5 @@ export {
   type ContainerProber,
   type ProberOptions,
 } from './prober.js';
-export { Worker, probeSettings, type ProbeSettings, type WorkerContext } from './worker.js';
+export { Worker, probeSettings, type ProbeSettings, type ProbeWorkerInfo, type WorkerContext } from './worker.js';
 export { ProbeManager, type ProbeManagerOptions, type ProbeManagerInterface } from './manager.js';

@@ -3,8 +3,8 @@ import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-n
 import { isRestartableInitContainer, noopLogger, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { ExecRunner } from './exec.js';
 import { Prober, probeTypeName, type ContainerProber, type ProbeType } from './prober.js';
-import { ResultsManager } from './results.js';
-import { Worker, type WorkerContext } from './worker.js';
+import { ResultsManager, type ProbeResult } from './results.js';
+import { Worker, type ProbeWorkerInfo, type WorkerContext } from './worker.js';
 
 export interface ProbeManagerOptions {
   /**
@@ -27,6 +27,13 @@ export interface ProbeManagerOptions {
   startupManager?: ResultsManager;
   /** Random numbers in [0, 1) for the initial jitter; default Math.random. */
   random?: () => number;
+  /**
+   * Called with the result of every probe a worker runs, before the success/failure thresholds apply (Go:
+   * prober_probe_total, counted in worker.doProbe).
+   */
+  onProbeResult?: (probe: ProbeWorkerInfo, result: ProbeResult) => void;
+  /** Called once a probe worker has ended (Go deletes the worker's prober_probe_total series then). */
+  onProbeWorkerStopped?: (probe: ProbeWorkerInfo) => void;
 }
 
 /** The probe manager's interface (Go: prober.Manager). */
@@ -82,6 +89,8 @@ export class ProbeManager implements ProbeManagerInterface {
       getPodStatus: opts.getPodStatus,
       resultsFor: (type: ProbeType) => this.resultsFor(type),
       removeWorker: (worker: Worker) => this.removeWorker(worker),
+      onProbeResult: opts.onProbeResult,
+      onWorkerStopped: opts.onProbeWorkerStopped,
     };
     this.ctxFor = {
       liveness: { ...base, prober: probers.liveness },

@@ -25,6 +25,15 @@ export function probeSettings(spec: V1Probe): ProbeSettings {
   };
 }
 
+/** Which probe a worker runs, for metrics (Go: the prober_probe_total labels but the result). */
+export interface ProbeWorkerInfo {
+  probeType: ProbeType;
+  containerName: string;
+  podName: string;
+  podNamespace: string;
+  podUID: string;
+}
+
 /** What a worker needs from its manager. */
 export interface WorkerContext {
   clock: Clock;
@@ -36,6 +45,10 @@ export interface WorkerContext {
   getPodStatus(podUID: string): V1PodStatus | undefined;
   resultsFor(type: ProbeType): ResultsManager;
   removeWorker(worker: Worker): void;
+  /** Called with the result of every probe run, before the thresholds apply. */
+  onProbeResult?(probe: ProbeWorkerInfo, result: ProbeResult): void;
+  /** Called once when the worker has ended. */
+  onWorkerStopped?(probe: ProbeWorkerInfo): void;
 }
 
 /**
@@ -144,6 +157,7 @@ export class Worker {
       ticker?.cancel();
       if (this.containerId) this.results.remove(this.containerId);
       this.ctx.removeWorker(this);
+      this.ctx.onWorkerStopped?.(this.info());
     }
   }
 
@@ -218,6 +232,7 @@ export class Worker {
 
     const result = await this.ctx.prober.probe(this.probeType, this.pod, status, this.container, this.containerId);
     this.probes++;
+    this.ctx.onProbeResult?.(this.info(), result);
 
     if (this.lastResult === result) this.resultRun++;
     else {
@@ -238,6 +253,12 @@ export class Worker {
       this.resultRun = 0;
     }
     return true;
+  }
+
+  /** This worker's probe, for metrics. */
+  info(): ProbeWorkerInfo {
+    const meta = this.pod.metadata;
+    return { probeType: this.probeType, containerName: this.container.name, podName: meta?.name ?? '', podNamespace: meta?.namespace ?? '', podUID: this.podUID };
   }
 
   /** Whether a terminated container will run again (pod or container restart policy). */

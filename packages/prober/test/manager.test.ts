@@ -52,6 +52,35 @@ t.test('readiness: starts failed, needs successThreshold successes and failureTh
   t.equal(manager.readinessManager.get(C1), undefined, 'results removed when the worker ends');
 });
 
+t.test('onProbeResult reports every probe run, onProbeWorkerStopped each worker that ends', async (t) => {
+  const clock = new FakeClock();
+  const store = new StatusStore();
+  const prober = new FakeProber();
+  const results: string[] = [];
+  const stopped: string[] = [];
+  const manager = new ProbeManager({
+    getPodStatus: store.get,
+    prober,
+    clock,
+    random: () => 0,
+    onProbeResult: (p, result) => results.push(`${p.probeType}/${p.podNamespace}/${p.podName}/${p.podUID}/${p.containerName}=${result}`),
+    onProbeWorkerStopped: (p) => stopped.push(`${p.probeType}/${p.containerName}`),
+  });
+  const pod = makePod([container('app', { readiness: execProbeSpec({ periodSeconds: 10, successThreshold: 2 }), liveness: execProbeSpec({ periodSeconds: 10 }) })]);
+  store.set('uid-1', runningStatus(clock, C1, {}, true));
+  manager.addPod(pod);
+  await clock.advance(0);
+  prober.set('readiness', 'failure');
+  await clock.advance(10_000);
+  t.same(results.filter((r) => r.startsWith('readiness')), ['readiness/default/web/uid-1/app=success', 'readiness/default/web/uid-1/app=failure'], 'each run, below the thresholds too');
+  t.equal(results.filter((r) => r.startsWith('liveness')).length, 2);
+  manager.stopLivenessAndStartup(pod);
+  await clock.advance(0);
+  t.same(stopped, ['liveness/app']);
+  await finish(t, manager, clock);
+  t.same(stopped, ['liveness/app', 'readiness/app'], 'reported once per worker');
+});
+
 t.test('liveness: defaults to success, failure after the threshold, then on hold until a new container', async (t) => {
   const { clock, store, prober, manager } = setup();
   const pod = makePod([container('app', { liveness: execProbeSpec({ periodSeconds: 5, failureThreshold: 2 }) })]);

@@ -99,6 +99,12 @@ export interface VolumeManagerOptions {
   recorder?: EventRecorder;
   clock?: Clock;
   logger?: Logger;
+  /**
+   * Called when a volume operation ends, with the plugin's name, Go's operation name ('volume_mount' for a
+   * SetUp, 'volume_unmount' for a TearDown), its duration in ms and, when it failed, the error (Go:
+   * storage_operation_duration_seconds / storage_operation_errors_total).
+   */
+  onOperationComplete?: (operation: { pluginName: string; operationName: string; durationMs: number; error?: unknown }) => void;
   reconcilePeriodMs?: number;
   mountTimeoutMs?: number;
   backoffInitialMs?: number;
@@ -313,7 +319,25 @@ export class KubeletVolumeManager implements VolumeManager {
     this.operations.add(tracked);
   }
 
-  private async mount(pod: V1Pod, volume: VolumeToMount, actual: ActualVolume | undefined): Promise<void> {
+  /** Runs a volume operation, reporting it to onOperationComplete. */
+  private async operation(pluginName: string, operationName: string, run: () => Promise<void>): Promise<void> {
+    const report = this.opts.onOperationComplete;
+    if (!report) return run();
+    const started = this.clock.now();
+    try {
+      await run();
+    } catch (error) {
+      report({ pluginName, operationName, durationMs: this.clock.now() - started, error });
+      throw error;
+    }
+    report({ pluginName, operationName, durationMs: this.clock.now() - started });
+  }
+
+  private mount(pod: V1Pod, volume: VolumeToMount, actual: ActualVolume | undefined): Promise<void> {
+    return this.operation(volume.plugin.name, 'volume_mount', () => this.mountVolume(pod, volume, actual));
+  }
+
+  private async mountVolume(pod: V1Pod, volume: VolumeToMount, actual: ActualVolume | undefined): Promise<void> {
     const remount = actual !== undefined && !actual.reconstructed;
     if (actual) actual.remountRequired = false;
     try {
@@ -345,7 +369,11 @@ export class KubeletVolumeManager implements VolumeManager {
     }
   }
 
-  private async unmount(volume: ActualVolume): Promise<void> {
+  private unmount(volume: ActualVolume): Promise<void> {
+    return this.operation(volume.pluginName, 'volume_unmount', () => this.unmountVolume(volume));
+  }
+
+  private async unmountVolume(volume: ActualVolume): Promise<void> {
     const plugin = this.pluginsByName.get(volume.pluginName);
     try {
       if (plugin) await plugin.tearDown(volume.dir, this.host);

@@ -127,6 +127,37 @@ t.test('a failing volume: FailedMount events with backoff, then Go\'s timeout me
   t.ok(manager.getMountedVolumesForPod('uid-web').has('config'));
 });
 
+t.test('onOperationComplete reports each mount and unmount by plugin, failures with their error', async (t) => {
+  const operations: Array<{ pluginName: string; operationName: string; durationMs: number; error?: unknown }> = [];
+  const { clock, configMaps, pods, manager, removed } = await setup(t, { onOperationComplete: (op) => operations.push(op) });
+  const p = pod('web', [{ name: 'config', configMap: { name: 'cm' } }, { name: 'scratch', emptyDir: {} }]);
+  configMaps.failing.set('config', 'configmap "cm" not found');
+  pods.push(p);
+  await manager.start();
+  await clock.advance(0);
+  await eventually(() => operations.length >= 2);
+  const failed = operations.find((o) => o.error !== undefined);
+  t.equal(failed?.pluginName, 'kubernetes.io/configmap');
+  t.equal(failed?.operationName, 'volume_mount');
+  t.match(String(failed?.error), /configmap "cm" not found/);
+  t.same(
+    operations.filter((o) => o.error === undefined).map((o) => `${o.pluginName} ${o.operationName}`),
+    ['kubernetes.io/empty-dir volume_mount'],
+  );
+  t.type(operations[0].durationMs, 'number');
+  configMaps.failing.clear();
+  manager.remountPodsReferencing(() => true);
+  await manager.waitForAttachAndMount(p);
+  removed.add('uid-web');
+  await manager.waitForUnmount(p);
+  const unmounts = () => operations.filter((o) => o.operationName === 'volume_unmount');
+  await eventually(() => unmounts().length === 2); // reported once each operation has ended
+  t.same(
+    unmounts().map((o) => o.pluginName).sort(),
+    ['kubernetes.io/configmap', 'kubernetes.io/empty-dir'],
+  );
+});
+
 t.test('a volume no plugin supports fails the wait at once with the populator\'s error', async (t) => {
   const { pods, manager } = await setup(t);
   const p = pod('web', [{ name: 'nfs', nfs: { server: 'x', path: '/' } }]);
