@@ -7,7 +7,9 @@ import type { LocalRuntime } from '@kubelet-ts/local-runtime';
 import type { PodSourceConfig } from '@kubelet-ts/pod-config';
 import type { KubeletConfig } from './config.js';
 import { Tokens, runtimeEndpoint } from './container.js';
-import { HealthzServer } from './healthz.js';
+import { HealthzServer, type HealthzCheck, type KubeletMetrics } from '@kubelet-ts/server';
+import type { LogManager } from '@kubelet-ts/container-logs';
+import { startKubeletServers, type RunningServers } from './kubelet-server.js';
 import type { NodeHostIPs } from './host-ips.js';
 import type { ServiceLister } from './service-lister.js';
 import type { DnsConfigurer } from '@kubelet-ts/runtime-manager';
@@ -22,6 +24,9 @@ export interface RunningKubelet {
   kubelet: Kubelet;
   /** The healthz port actually bound (useful with port 0), or undefined when disabled. */
   healthzPort?: number;
+  /** The kubelet server's secure and read-only ports actually bound, when they run. */
+  port?: number;
+  readOnlyPort?: number;
   /** Resolves when the kubelet has stopped; rejects if start-up or runOnce failed. */
   done: Promise<RunPodResult[] | void>;
 }
@@ -84,18 +89,16 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   for (const part of apiServerParts) part.start();
   recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
 
+  const healthChecks: HealthzCheck[] = [
+    { name: 'ping', check: () => undefined },
+    { name: 'log', check: () => undefined },
+    { name: 'syncloop', check: () => kubelet.syncLoopHealthy() },
+  ];
   let healthz: HealthzServer | undefined;
   let healthzPort: number | undefined;
   // As the Go kubelet: port 0 disables the healthz server.
   if (config.healthzPort > 0 && !config.runOnce) {
-    healthz = new HealthzServer(
-      [
-        { name: 'ping', check: () => undefined },
-        { name: 'log', check: () => undefined },
-        { name: 'syncloop', check: () => kubelet.syncLoopHealthy() },
-      ],
-      { port: config.healthzPort, address: config.healthzBindAddress },
-    );
+    healthz = new HealthzServer(healthChecks, { port: config.healthzPort, address: config.healthzBindAddress });
     try {
       healthzPort = await healthz.start();
       logger.info('Started healthz server', { address: `${config.healthzBindAddress}:${healthzPort}` });
@@ -105,11 +108,26 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     }
   }
 
+  // Go: the kubelet server (10250) and the read-only server; the container log manager rotates what they serve.
+  let servers: RunningServers | undefined;
+  const logManager = config.runOnce ? undefined : c.resolve<LogManager | undefined>(Tokens.ContainerLogManager);
+  if (!config.runOnce) {
+    try {
+      servers = await startKubeletServers(c, kubelet, healthChecks);
+    } catch (error) {
+      await healthz?.stop();
+      await Promise.all(apiServerParts.map((part) => part.stop()));
+      throw error;
+    }
+    logManager?.start();
+  }
+
   const teardown = async () => {
-    await healthz?.stop();
+    await Promise.all([healthz?.stop(), servers?.stop(), logManager?.stop()]);
     await Promise.all(apiServerParts.map((part) => part.stop()));
     await Promise.all([c.resolve<ConfigMapManager | undefined>(Tokens.ConfigMapManager)?.stop(), c.resolve<SecretManager | undefined>(Tokens.SecretManager)?.stop()]);
     await recorder.stop();
+    c.resolve<KubeletMetrics>(Tokens.Metrics).close();
     await sources.stop();
     const runtimeService = c.resolve<RemoteRuntimeService>(Tokens.RuntimeService);
     const imageService = c.resolve<RemoteImageService>(Tokens.ImageService);
@@ -135,5 +153,5 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
       await teardown();
     }
   })();
-  return { kubelet, healthzPort, done };
+  return { kubelet, healthzPort, port: servers?.port, readOnlyPort: servers?.readOnlyPort, done };
 }

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { parseDuration } from '@kubelet-ts/core';
+import { parseDuration, parseQuantity } from '@kubelet-ts/core';
 import { validateImageGCPolicy } from '@kubelet-ts/image-gc';
 import { KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
 
@@ -56,6 +56,70 @@ export interface KubeletConfig {
   clusterDomain: string;
   /** The node's resolver configuration ('' for none). */
   resolvConf: string;
+  /** The secure server's address (Go --address). */
+  address: string;
+  /** The read-only port (0: off). */
+  readOnlyPort: number;
+  /** The serving certificate: these files, or a self-signed pair under certDir. */
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  certDir: string;
+  /** Node's TLS version name (TLSv1.2, ...), from Go's VersionTLS12 form. */
+  tlsMinVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
+  /** OpenSSL cipher names, from Go's cipher suite names. */
+  tlsCipherSuites: string[];
+  authentication: { x509ClientCAFile?: string; webhookEnabled: boolean; webhookCacheTTLMs: number; anonymousEnabled: boolean };
+  authorization: { mode: 'AlwaysAllow' | 'Webhook'; cacheAuthorizedTTLMs: number; cacheUnauthorizedTTLMs: number };
+  enableDebuggingHandlers: boolean;
+  enableSystemLogHandler: boolean;
+  /** Container log rotation: the size a log is rotated at (bytes) and how many files are kept per container. */
+  containerLogMaxSizeBytes: number;
+  containerLogMaxFiles: number;
+}
+
+/** Go's TLS version names (--tls-min-version) as node:tls names them. */
+const TLS_VERSIONS: Record<string, KubeletConfig['tlsMinVersion']> = {
+  VersionTLS10: 'TLSv1',
+  VersionTLS11: 'TLSv1.1',
+  VersionTLS12: 'TLSv1.2',
+  VersionTLS13: 'TLSv1.3',
+};
+
+/** Go's configurable cipher suite names (--tls-cipher-suites) as OpenSSL names them. */
+const TLS_CIPHER_SUITES: Record<string, string> = {
+  TLS_RSA_WITH_AES_128_CBC_SHA: 'AES128-SHA',
+  TLS_RSA_WITH_AES_256_CBC_SHA: 'AES256-SHA',
+  TLS_RSA_WITH_AES_128_GCM_SHA256: 'AES128-GCM-SHA256',
+  TLS_RSA_WITH_AES_256_GCM_SHA384: 'AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA: 'ECDHE-ECDSA-AES128-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA: 'ECDHE-ECDSA-AES256-SHA',
+  TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA: 'ECDHE-RSA-AES128-SHA',
+  TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA: 'ECDHE-RSA-AES256-SHA',
+  TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256: 'ECDHE-RSA-AES128-GCM-SHA256',
+  TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256: 'ECDHE-ECDSA-AES128-GCM-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384: 'ECDHE-RSA-AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384: 'ECDHE-ECDSA-AES256-GCM-SHA384',
+  TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305: 'ECDHE-RSA-CHACHA20-POLY1305',
+  TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-RSA-CHACHA20-POLY1305',
+  TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+  TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+};
+
+/** Go's tls.VersionTLS12-style name to node's; errors name the field. */
+export function parseTLSVersion(value: string | undefined, field: string): KubeletConfig['tlsMinVersion'] {
+  if (value === undefined || value === '') return undefined;
+  const version = TLS_VERSIONS[value];
+  if (!version) throw new ConfigError(`${field}: unknown tls version ${JSON.stringify(value)}: valid values are ${Object.keys(TLS_VERSIONS).join(', ')}`);
+  return version;
+}
+
+/** Go's cipher suite names to OpenSSL's; TLS 1.3 suites are not configurable, as in Go. */
+export function parseCipherSuites(values: string[], field: string): string[] {
+  return values.map((name) => {
+    const cipher = TLS_CIPHER_SUITES[name];
+    if (!cipher) throw new ConfigError(`${field}: cipher suite ${name} not supported or doesn't exist`);
+    return cipher;
+  });
 }
 
 export class ConfigError extends Error {
@@ -103,6 +167,22 @@ interface KubeletConfigurationFile {
   clusterDNS?: string[];
   clusterDomain?: string;
   resolvConf?: string;
+  address?: string;
+  readOnlyPort?: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  tlsMinVersion?: string;
+  tlsCipherSuites?: string[];
+  authentication?: {
+    x509?: { clientCAFile?: string };
+    webhook?: { enabled?: boolean; cacheTTL?: number };
+    anonymous?: { enabled?: boolean };
+  };
+  authorization?: { mode?: string; webhook?: { cacheAuthorizedTTL?: number; cacheUnauthorizedTTL?: number } };
+  enableDebuggingHandlers?: boolean;
+  enableSystemLogHandler?: boolean;
+  containerLogMaxSize?: string;
+  containerLogMaxFiles?: number;
 }
 
 /** Reads and checks a KubeletConfiguration file; errors name the file and the field. */
@@ -135,7 +215,27 @@ export function loadConfigFile(path: string): KubeletConfigurationFile {
       throw new ConfigError(`kubelet config file ${path}: ${field}: ${(error as Error).message}`);
     }
   }
-  for (const field of ['healthzPort', 'maxPods', 'imageGCHighThresholdPercent', 'imageGCLowThresholdPercent'] as const) {
+  const nestedDuration = (section: Record<string, unknown> | undefined, field: string, name: string) => {
+    if (!section || section[field] === undefined) return;
+    if (typeof section[field] !== 'string') throw new ConfigError(`kubelet config file ${path}: ${name}: must be a duration string such as "2m"`);
+    try {
+      section[field] = parseDuration(section[field] as string);
+    } catch (error) {
+      throw new ConfigError(`kubelet config file ${path}: ${name}: ${(error as Error).message}`);
+    }
+  };
+  const authn = object.authentication as Record<string, Record<string, unknown> | undefined> | undefined;
+  const authz = object.authorization as Record<string, Record<string, unknown> | undefined> | undefined;
+  if (authn !== undefined || authz !== undefined) {
+    result.authentication = authn && JSON.parse(JSON.stringify(authn));
+    result.authorization = authz && JSON.parse(JSON.stringify(authz));
+    const copiedAuthn = result.authentication as typeof authn;
+    const copiedAuthz = result.authorization as typeof authz;
+    nestedDuration(copiedAuthn?.webhook, 'cacheTTL', 'authentication.webhook.cacheTTL');
+    nestedDuration(copiedAuthz?.webhook, 'cacheAuthorizedTTL', 'authorization.webhook.cacheAuthorizedTTL');
+    nestedDuration(copiedAuthz?.webhook, 'cacheUnauthorizedTTL', 'authorization.webhook.cacheUnauthorizedTTL');
+  }
+  for (const field of ['healthzPort', 'maxPods', 'readOnlyPort', 'containerLogMaxFiles', 'imageGCHighThresholdPercent', 'imageGCLowThresholdPercent'] as const) {
     if (object[field] !== undefined && (!Number.isInteger(object[field]) || (object[field] as number) < 0)) {
       throw new ConfigError(`kubelet config file ${path}: ${field}: must be a non-negative integer`);
     }
@@ -252,7 +352,37 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     clusterDNS: flags.clusterDns ?? file.clusterDNS ?? [],
     clusterDomain: flags.clusterDomain ?? file.clusterDomain ?? '',
     resolvConf: flags.resolvConf ?? file.resolvConf ?? '/etc/resolv.conf',
+    address: flags.address ?? file.address ?? '0.0.0.0',
+    readOnlyPort: flags.readOnlyPort ?? file.readOnlyPort ?? 0,
+    tlsCertFile: abs(flags.tlsCertFile) ?? abs(file.tlsCertFile),
+    tlsPrivateKeyFile: abs(flags.tlsPrivateKeyFile) ?? abs(file.tlsPrivateKeyFile),
+    certDir: abs(flags.certDir) ?? join(rootDir, 'pki'),
+    tlsMinVersion: parseTLSVersion(flags.tlsMinVersion ?? file.tlsMinVersion, flags.tlsMinVersion !== undefined ? '--tls-min-version' : 'tlsMinVersion'),
+    tlsCipherSuites: parseCipherSuites(flags.tlsCipherSuites ?? file.tlsCipherSuites ?? [], flags.tlsCipherSuites !== undefined ? '--tls-cipher-suites' : 'tlsCipherSuites'),
+    authentication: {
+      x509ClientCAFile: abs(flags.clientCaFile) ?? abs(file.authentication?.x509?.clientCAFile),
+      // Go's KubeletConfiguration defaults: webhook on, anonymous off. Standalone there is no API server to ask.
+      webhookEnabled: flags.authenticationTokenWebhook ?? file.authentication?.webhook?.enabled ?? flags.kubeconfig !== undefined,
+      webhookCacheTTLMs: flags.authenticationTokenWebhookCacheTtlMs ?? file.authentication?.webhook?.cacheTTL ?? 120_000,
+      anonymousEnabled: flags.anonymousAuth ?? file.authentication?.anonymous?.enabled ?? false,
+    },
+    authorization: {
+      mode: parseAuthorizationMode(flags.authorizationMode ?? file.authorization?.mode ?? (flags.kubeconfig !== undefined ? 'Webhook' : 'AlwaysAllow')),
+      cacheAuthorizedTTLMs: flags.authorizationWebhookCacheAuthorizedTtlMs ?? file.authorization?.webhook?.cacheAuthorizedTTL ?? 300_000,
+      cacheUnauthorizedTTLMs: flags.authorizationWebhookCacheUnauthorizedTtlMs ?? file.authorization?.webhook?.cacheUnauthorizedTTL ?? 30_000,
+    },
+    enableDebuggingHandlers: flags.enableDebuggingHandlers ?? file.enableDebuggingHandlers ?? true,
+    enableSystemLogHandler: file.enableSystemLogHandler ?? true,
+    containerLogMaxSizeBytes: parseLogMaxSize(flags.containerLogMaxSize ?? file.containerLogMaxSize ?? '10Mi'),
+    containerLogMaxFiles: flags.containerLogMaxFiles ?? file.containerLogMaxFiles ?? 5,
   };
+  if (config.containerLogMaxFiles < 2) throw new ConfigError(`containerLogMaxFiles: Invalid value: ${config.containerLogMaxFiles}: must be greater than 1`);
+  if (config.authentication.webhookEnabled && !config.kubeconfig) {
+    throw new ConfigError('authentication.webhook.enabled: no API server (--kubeconfig) to send TokenReviews to: cannot use webhook authentication');
+  }
+  if (config.authorization.mode === 'Webhook' && !config.kubeconfig) {
+    throw new ConfigError('authorization.mode: no API server (--kubeconfig) to send SubjectAccessReviews to: cannot use webhook authorization');
+  }
   for (const ip of config.clusterDNS) {
     if (isIP(ip) === 0) throw new ConfigError(`clusterDNS: invalid IP address ${JSON.stringify(ip)}`);
   }
@@ -267,6 +397,22 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
   }
   if (config.syncFrequencyMs <= 0) throw new ConfigError('syncFrequency: must be greater than zero');
   return config;
+}
+
+function parseAuthorizationMode(mode: string): KubeletConfig['authorization']['mode'] {
+  if (mode !== 'AlwaysAllow' && mode !== 'Webhook') throw new ConfigError(`authorization.mode: invalid value ${JSON.stringify(mode)}: must be AlwaysAllow or Webhook`);
+  return mode;
+}
+
+function parseLogMaxSize(value: string): number {
+  let bytes: number;
+  try {
+    bytes = parseQuantity(value);
+  } catch (error) {
+    throw new ConfigError(`containerLogMaxSize: Invalid value: ${JSON.stringify(value)}: ${(error as Error).message}`);
+  }
+  if (!(bytes > 0)) throw new ConfigError(`containerLogMaxSize: Invalid value: ${JSON.stringify(value)}: must be greater than 0`);
+  return Math.floor(bytes);
 }
 
 /** Where the embedded local runtime keeps its socket and state under the kubelet's root dir. */

@@ -36,7 +36,10 @@ import {
 import { configMapAndSecretSource, criMountsFor, pullSecretsFor, referencesObject } from './volumes.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
+import { registerServerDeps } from './kubelet-server.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
+import { instrumentImageService, instrumentRuntimeService, type KubeletMetrics } from '@kubelet-ts/server';
+import { createKubeletMetrics, plegMetricsHooks, probeMetricsHooks, volumeMetricsHook } from './metrics.js';
 
 /**
  * The injection tokens of KubeletDeps. Only the app knows tsyringe: every library is built here by a
@@ -48,8 +51,13 @@ export const Tokens = {
   Clock: Symbol.for('kubelet-ts.Clock'),
   Logger: Symbol.for('kubelet-ts.Logger'),
   LocalRuntime: Symbol.for('kubelet-ts.LocalRuntime'),
+  /** The CRI clients as dialed; RuntimeService and ImageService are them instrumented with the metrics. */
+  CriRuntimeService: Symbol.for('kubelet-ts.CriRuntimeService'),
+  CriImageService: Symbol.for('kubelet-ts.CriImageService'),
   RuntimeService: Symbol.for('kubelet-ts.RuntimeService'),
   ImageService: Symbol.for('kubelet-ts.ImageService'),
+  /** The node's KubeletMetrics: /metrics and /metrics/probes. */
+  Metrics: Symbol.for('kubelet-ts.Metrics'),
   ContainerRuntime: Symbol.for('kubelet-ts.ContainerRuntime'),
   PodCache: Symbol.for('kubelet-ts.PodCache'),
   PLEG: Symbol.for('kubelet-ts.PLEG'),
@@ -74,6 +82,12 @@ export const Tokens = {
   TokenManager: Symbol.for('kubelet-ts.TokenManager'),
   VolumeManagerFactory: Symbol.for('kubelet-ts.VolumeManagerFactory'),
   KubeletOptions: Symbol.for('kubelet-ts.KubeletOptions'),
+  ServerGate: Symbol.for('kubelet-ts.ServerGate'),
+  ServerHostFactory: Symbol.for('kubelet-ts.ServerHostFactory'),
+  ServerMetrics: Symbol.for('kubelet-ts.ServerMetrics'),
+  StatsProvider: Symbol.for('kubelet-ts.StatsProvider'),
+  StatsSource: Symbol.for('kubelet-ts.StatsSource'),
+  ContainerLogManager: Symbol.for('kubelet-ts.ContainerLogManager'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
 
@@ -285,14 +299,18 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return new LocalRuntime({ ...paths, mode: 'process', clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'local-runtime' }) });
     }),
   );
+  c.register<KubeletMetrics>(Tokens.Metrics, singleton((c) => createKubeletMetrics(config.nodeName, c.resolve<KubeConfig | undefined>(Tokens.KubeConfig))));
   c.register<RuntimeService>(
-    Tokens.RuntimeService,
+    Tokens.CriRuntimeService,
     singleton(() => new RemoteRuntimeService({ endpoint: runtimeEndpoint(config), timeoutMs: config.runtimeRequestTimeoutMs })),
   );
   c.register<ImageService>(
-    Tokens.ImageService,
+    Tokens.CriImageService,
     singleton(() => new RemoteImageService({ endpoint: runtimeEndpoint(config, config.imageServiceEndpoint), timeoutMs: config.runtimeRequestTimeoutMs })),
   );
+  // Go: kuberuntime's instrumentedRuntimeService / instrumentedImageManagerService (kubelet_runtime_operations_*).
+  c.register<RuntimeService>(Tokens.RuntimeService, singleton((c) => instrumentRuntimeService(c.resolve<RuntimeService>(Tokens.CriRuntimeService), c.resolve<KubeletMetrics>(Tokens.Metrics))));
+  c.register<ImageService>(Tokens.ImageService, singleton((c) => instrumentImageService(c.resolve<ImageService>(Tokens.CriImageService), c.resolve<KubeletMetrics>(Tokens.Metrics))));
   c.register<PodCache>(Tokens.PodCache, singleton((c) => new PodCache({ clock: c.resolve(Tokens.Clock) })));
   c.register<GenericRuntimeManager>(
     Tokens.ContainerRuntime,
@@ -321,7 +339,9 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     Tokens.PLEG,
     singleton((c) => {
       const deps = { runtime: c.resolve<GenericRuntimeManager>(Tokens.ContainerRuntime), cache: c.resolve<PodCache>(Tokens.PodCache), clock: c.resolve<Clock>(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger) };
-      const generic = new GenericPLEG(deps);
+      const metrics = c.resolve<KubeletMetrics>(Tokens.Metrics);
+      const generic = new GenericPLEG({ ...deps, ...plegMetricsHooks(metrics) });
+      metrics.watchPleg({ lastRelistTime: () => generic.lastRelistTime(), droppedEvents: () => generic.droppedEvents });
       // Go: the EventedPLEG feature gate; the generic PLEG stays as its fallback and slow relist.
       if (!config.featureGates.EventedPLEG) return generic;
       return new EventedPLEG({ ...deps, runtimeService: c.resolve(Tokens.RuntimeService), genericPleg: generic });
@@ -347,8 +367,17 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     ),
   );
   c.register<KubeletOptions['createPodWorkers']>(Tokens.PodWorkersFactory, {
-    useFactory: (c: DependencyContainer) => (syncer: PodSyncer) =>
-      new PodWorkers({ syncer, cache: c.resolve(Tokens.PodCache), clock: c.resolve(Tokens.Clock), logger: c.resolve(Tokens.Logger), resyncIntervalMs: config.syncFrequencyMs }),
+    useFactory: (c: DependencyContainer) => (syncer: PodSyncer) => {
+      const metrics = c.resolve<KubeletMetrics>(Tokens.Metrics);
+      return new PodWorkers({
+        syncer,
+        cache: c.resolve(Tokens.PodCache),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve(Tokens.Logger),
+        resyncIntervalMs: config.syncFrequencyMs,
+        onSyncDuration: (operationType, durationMs) => metrics.observePodWorkerDuration(operationType, durationMs),
+      });
+    },
   });
   c.register<KubeletOptions['imageGC']>(
     Tokens.ImageGC,
@@ -389,6 +418,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         clock: c.resolve(Tokens.Clock),
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'prober' }),
         kubeletVersion: KUBELET_VERSION,
+        ...probeMetricsHooks(c.resolve<KubeletMetrics>(Tokens.Metrics)),
       });
       // The runtime manager restarts containers whose liveness or startup probe failed.
       const runtime = c.resolve<{ setProbeResults?: GenericRuntimeManager['setProbeResults'] }>(Tokens.ContainerRuntime);
@@ -447,6 +477,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),
         },
         sourcesReady: () => c.resolve<PodSourceConfig>(Tokens.PodSourceConfig).podConfig.sourcesReady(),
+        onOperationComplete: volumeMetricsHook(c.resolve<KubeletMetrics>(Tokens.Metrics)),
         recorder: c.resolve(Tokens.EventRecorder),
         clock: c.resolve(Tokens.Clock),
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'volume-manager' }),
@@ -457,6 +488,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return manager;
     },
   });
+  registerServerDeps(c, config);
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
     Tokens.Kubelet,
@@ -482,6 +514,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           recorder: c.resolve(Tokens.EventRecorder),
           getNode: c.resolve(Tokens.NodeAnyWay),
           allowedUnsafeSysctls: config.allowedUnsafeSysctls,
+          metrics: c.resolve<KubeletMetrics>(Tokens.Metrics),
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),
           ...c.resolve<Partial<KubeletOptions>>(Tokens.KubeletOptions),

@@ -52,6 +52,23 @@ export interface KubeletFlags {
   clusterDns?: string[];
   clusterDomain?: string;
   resolvConf?: string;
+  address?: string;
+  readOnlyPort?: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  certDir?: string;
+  tlsMinVersion?: string;
+  tlsCipherSuites?: string[];
+  clientCaFile?: string;
+  anonymousAuth?: boolean;
+  authenticationTokenWebhook?: boolean;
+  authenticationTokenWebhookCacheTtlMs?: number;
+  authorizationMode?: string;
+  authorizationWebhookCacheAuthorizedTtlMs?: number;
+  authorizationWebhookCacheUnauthorizedTtlMs?: number;
+  enableDebuggingHandlers?: boolean;
+  containerLogMaxSize?: string;
+  containerLogMaxFiles?: number;
   help?: boolean;
   version?: boolean;
 }
@@ -118,6 +135,23 @@ const specs: Record<string, FlagSpec> = {
   'cluster-dns': { key: 'clusterDns', kind: 'strings', usage: 'Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of Pods with "dnsPolicy=ClusterFirst".' },
   'cluster-domain': { key: 'clusterDomain', kind: 'string', usage: 'Domain for this cluster. If set, kubelet will configure all containers to search this domain in addition to the host\'s search domains.' },
   'resolv-conf': { key: 'resolvConf', kind: 'string', usage: 'Resolver configuration file used as the basis for the container DNS resolution configuration.', defaultText: '/etc/resolv.conf' },
+  address: { key: 'address', kind: 'string', usage: 'The IP address for the Kubelet to serve on (set to 0.0.0.0 or :: for listening in all interfaces and IP families).', defaultText: '0.0.0.0' },
+  'read-only-port': { key: 'readOnlyPort', kind: 'port', usage: 'The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable).', defaultText: '0' },
+  'tls-cert-file': { key: 'tlsCertFile', kind: 'string', usage: 'File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated after server cert). If not set, a self-signed certificate and key are generated for the public address and saved to --cert-dir.' },
+  'tls-private-key-file': { key: 'tlsPrivateKeyFile', kind: 'string', usage: 'File containing x509 private key matching --tls-cert-file.' },
+  'cert-dir': { key: 'certDir', kind: 'string', usage: 'The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.', defaultText: '/var/lib/kubelet/pki' },
+  'tls-min-version': { key: 'tlsMinVersion', kind: 'string', usage: 'Minimum TLS version supported. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13.' },
+  'tls-cipher-suites': { key: 'tlsCipherSuites', kind: 'strings', usage: 'Comma-separated list of cipher suites for the server (Go names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256). If omitted, the default cipher suites will be used.' },
+  'client-ca-file': { key: 'clientCaFile', kind: 'string', usage: 'If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.' },
+  'anonymous-auth': { key: 'anonymousAuth', kind: 'bool', usage: 'Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication method are treated as anonymous requests (username system:anonymous, group system:unauthenticated).', defaultText: 'false' },
+  'authentication-token-webhook': { key: 'authenticationTokenWebhook', kind: 'bool', usage: 'Use the TokenReview API to determine authentication for bearer tokens (default true with --kubeconfig).' },
+  'authentication-token-webhook-cache-ttl': { key: 'authenticationTokenWebhookCacheTtlMs', kind: 'duration', usage: 'The duration to cache responses from the webhook token authenticator.', defaultText: '2m0s' },
+  'authorization-mode': { key: 'authorizationMode', kind: 'string', usage: 'Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the SubjectAccessReview API to determine authorization (default Webhook with --kubeconfig, AlwaysAllow without).' },
+  'authorization-webhook-cache-authorized-ttl': { key: 'authorizationWebhookCacheAuthorizedTtlMs', kind: 'duration', usage: "The duration to cache 'authorized' responses from the webhook authorizer.", defaultText: '5m0s' },
+  'authorization-webhook-cache-unauthorized-ttl': { key: 'authorizationWebhookCacheUnauthorizedTtlMs', kind: 'duration', usage: "The duration to cache 'unauthorized' responses from the webhook authorizer.", defaultText: '30s' },
+  'enable-debugging-handlers': { key: 'enableDebuggingHandlers', kind: 'bool', usage: 'Enables server endpoints for log collection and local running of containers and commands.', defaultText: 'true' },
+  'container-log-max-size': { key: 'containerLogMaxSize', kind: 'string', usage: 'Set the maximum size (e.g. 10Mi) of container log file before it is rotated.', defaultText: '10Mi' },
+  'container-log-max-files': { key: 'containerLogMaxFiles', kind: 'int', usage: 'Set the maximum number of container log files that can be present for a container. The number must be >= 2.', defaultText: '5' },
   'feature-gates': { key: 'featureGates', kind: 'gates', usage: `A set of key=value pairs that describe feature gates for alpha/experimental features. Known: ${Object.keys(KNOWN_FEATURE_GATES).join(', ')}.` },
   'logging-format': { key: 'loggingFormat', kind: 'string', usage: 'Log format: text or json.', defaultText: 'text' },
   help: { key: 'help', kind: 'bool', usage: 'Help for kubelet.' },

@@ -4,6 +4,7 @@ export { startKubelet, describePodStatus, type RunningKubelet } from './app.js';
 export { resolveConfig, loadConfigFile, parseManifestUrlHeaders, resolveNodeName, localRuntimePaths, ConfigError, KUBELET_CONFIG_API_VERSION, type KubeletConfig } from './config.js';
 export { parseFlags, usage, FlagError, LOCAL_RUNTIME_ENDPOINT, KNOWN_FEATURE_GATES, type KubeletFlags } from './flags.js';
 export { runOnce, type RunPodResult } from './run-once.js';
-export { HealthzServer, type HealthzCheck } from './healthz.js';
+export { startKubeletServers, registerServerDeps, createServerHost, type RunningServers, type ServerMetrics } from './kubelet-server.js';
+export { KubeletServerHost, validateContainerLogStatus, type KubeletServerHostOptions } from './server-host.js';
 export { PodManager } from './pod-manager.js';
 export { KUBELET_VERSION } from './version.js';

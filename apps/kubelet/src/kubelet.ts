@@ -34,6 +34,8 @@ import { Mailbox } from './mailbox.js';
 import { PodManager, type PodObjectRegistry } from './pod-manager.js';
 import { generateAPIPodStatus, isPodPhaseTerminal, needToReconcilePodReadiness, type WaitingReason } from '@kubelet-ts/status-manager';
 import { RuntimeState } from './runtime-state.js';
+import type { KubeletMetrics } from '@kubelet-ts/server';
+import { podFirstSeenTime, recordStartedPodsAndContainers } from './metrics.js';
 import { ActiveDeadlineHandler, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPod, rejectPod, type PodAdmitHandler } from './lifecycle/index.js';
 
 /** Where the kubelet's desired pods come from: pod-config's merged stream. */
@@ -91,6 +93,14 @@ export interface KubeletOptions {
   allowedUnsafeSysctls?: string[];
   /** Called whenever a pod's reported status changes. */
   onPodStatus?: (pod: V1Pod, status: V1PodStatus) => void;
+  /**
+   * The node's metrics (Go: pkg/kubelet/metrics): the kubelet observes pod worker start and pod start durations,
+   * containers per pod, and the sandboxes and containers each runtime sync started.
+   */
+  metrics?: Pick<
+    KubeletMetrics,
+    'observePodWorkerStartDuration' | 'observePodStartDuration' | 'observeContainersPerPod' | 'recordStartedPod' | 'recordStartedContainer'
+  >;
   syncPeriodMs?: number;
   housekeepingPeriodMs?: number;
   runtimeCheckPeriodMs?: number;
@@ -573,13 +583,25 @@ export class Kubelet implements PodSyncer {
 
   private dispatch(options: UpdatePodOptions): void {
     this.podWorkers.updatePod(options);
+    // Go: dispatchWork notes the number of containers of new pods.
+    if (options.updateType === 'create' && options.pod) this.options.metrics?.observeContainersPerPod(options.pod.spec?.containers?.length ?? 0);
   }
 
   // ---- PodSyncer: what each pod worker calls
 
   async syncPod(updateType: SyncPodType, pod: V1Pod, mirrorPod: V1Pod | undefined, podStatus: PodStatus, signal?: AbortSignal): Promise<boolean> {
     const uid = pod.metadata!.uid!;
+    const metrics = this.options.metrics;
+    const firstSeen = metrics && podFirstSeenTime(pod);
+    // Go: the pod worker start latency, from the kubelet first seeing the pod to its first sync.
+    if (firstSeen !== undefined && updateType === 'create') metrics!.observePodWorkerStartDuration(this.clock.now() - firstSeen);
+    const existingStatus = this.statuses.get(uid);
     const apiStatus = this.updateStatus(pod, podStatus);
+    // Go 1.20's rule, kept as is: observed when no status was known yet (the first sync) or when the pod goes
+    // from Pending to Running, since the kubelet first saw it.
+    if (firstSeen !== undefined && (!existingStatus || (existingStatus.phase === 'Pending' && apiStatus.phase === 'Running'))) {
+      metrics!.observePodStartDuration(this.clock.now() - firstSeen);
+    }
     this.logger.v(4).info('SyncPod enter', { pod: podRef(pod), updateType });
     if (isPodPhaseTerminal(apiStatus.phase)) return true;
     // Go: pods that need the pod network wait for it; host-network pods go on.
@@ -612,6 +634,7 @@ export class Kubelet implements PodSyncer {
     }
     const pullSecrets = (await this.options.getPullSecrets?.(pod)) ?? [];
     const result = await this.options.runtime.syncPod(pod, podStatus, pullSecrets, this.backoff, { signal });
+    if (metrics) recordStartedPodsAndContainers(metrics, pod, result);
     const dirsError = await dirs;
     if (dirsError) {
       this.logger.error('Unable to make pod data directories for pod', dirsError, { pod: podRef(pod) });

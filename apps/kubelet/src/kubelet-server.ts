@@ -1,0 +1,271 @@
+import { readFileSync } from 'node:fs';
+import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
+import { errorText, type Clock, type Logger } from '@kubelet-ts/core';
+import type { RuntimeService } from '@kubelet-ts/cri-client';
+import type { ImageService } from '@kubelet-ts/cri-client';
+import { ContainerLogManager, type LogManager } from '@kubelet-ts/container-logs';
+import { cachedMachineInfo } from '@kubelet-ts/node-status';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { SummaryProvider, renderCadvisorMetrics, scrapeResourceMetrics, type SummarySource } from '@kubelet-ts/stats';
+import { KubeletServer, authFilter, type HttpRequestLabels, type KubeletMetrics, createAuthenticator, createAuthorizer, loadOrCreateServingCert, type HealthzCheck, type MetricsSource, type RequestGate, type ServerHost } from '@kubelet-ts/server';
+import { ConfigError, type KubeletConfig } from './config.js';
+import { Tokens } from './container.js';
+import type { Kubelet, KubeletRuntime } from './kubelet.js';
+import { KubeletServerHost } from './server-host.js';
+
+/** What the kubelet's servers publish besides the routes: the metrics registries and the request counter. */
+export interface ServerMetrics {
+  metrics?: MetricsSource;
+  probeMetrics?: MetricsSource;
+  onHttpRequest?: ConstructorParameters<typeof KubeletServer>[0]['onHttpRequest'];
+}
+
+export interface RunningServers {
+  /** The secure port actually bound (useful with --port=0), once listening. */
+  port?: number;
+  readOnlyPort?: number;
+  stop(): Promise<void>;
+}
+
+const LISTEN_RETRY_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
+
+/**
+ * Go: ListenAndServeKubeletServer and ListenAndServeKubeletReadOnlyServer. The secure server serves TLS with
+ * the configured or self-signed certificate and checks every request; the read-only server (off unless
+ * --read-only-port) serves the default handlers without authentication. A port that cannot be bound is
+ * reported and retried with backoff: the node keeps running its pods meanwhile.
+ */
+export async function startKubeletServers(c: DependencyContainer, kubelet: Kubelet, healthChecks: HealthzCheck[]): Promise<RunningServers> {
+  const config = c.resolve<KubeletConfig>(Tokens.Config);
+  const logger = c.resolve<Logger>(Tokens.Logger).with({ component: 'server' });
+  const clock = c.resolve<Clock>(Tokens.Clock);
+  const host = c.resolve<(healthChecks: HealthzCheck[]) => ServerHost>(Tokens.ServerHostFactory)(healthChecks);
+  const serverMetrics = c.resolve<ServerMetrics>(Tokens.ServerMetrics);
+  const common = { host, logger, metrics: serverMetrics.metrics, probeMetrics: serverMetrics.probeMetrics, onHttpRequest: serverMetrics.onHttpRequest };
+
+  const gateForCert = c.resolve<RequestGate | undefined>(Tokens.ServerGate);
+  const cert = gateForCert && loadOrCreateServingCert({ tlsCertFile: config.tlsCertFile, tlsPrivateKeyFile: config.tlsPrivateKeyFile, certDir: config.certDir, hostname: config.nodeName });
+  if (cert?.generated) logger.info('Generated a self-signed serving certificate', { certFile: cert.certFile, keyFile: cert.keyFile });
+  let clientCAPem: string | undefined;
+  if (config.authentication.x509ClientCAFile) {
+    try {
+      clientCAPem = readFileSync(config.authentication.x509ClientCAFile, 'utf8');
+    } catch (error) {
+      throw new ConfigError(`unable to load client CA file ${config.authentication.x509ClientCAFile}: ${errorText(error)}`);
+    }
+  }
+  const gate = c.resolve<RequestGate | undefined>(Tokens.ServerGate);
+  if (!gate) {
+    logger.info('No authentication method configured: the kubelet server is not started (set --client-ca-file, or --kubeconfig for webhook token authentication, or --anonymous-auth)', { port: config.port });
+  }
+  const servers: Array<{ server: KubeletServer; name: string; port: number }> = [];
+  if (gate) servers.push(
+    {
+      name: 'kubelet server',
+      port: config.port,
+      server: new KubeletServer({
+        ...common,
+        address: config.address,
+        port: config.port,
+        tls: { certPem: cert!.certPem, keyPem: cert!.keyPem, clientCAPem, minVersion: config.tlsMinVersion, ciphers: config.tlsCipherSuites.length > 0 ? config.tlsCipherSuites.join(':') : undefined },
+        gate,
+        enableDebuggingHandlers: config.enableDebuggingHandlers,
+        enableSystemLogHandler: config.enableSystemLogHandler,
+      }),
+    },
+  );
+  if (config.readOnlyPort > 0) {
+    servers.push({ name: 'kubelet read-only server', port: config.readOnlyPort, server: new KubeletServer({ ...common, address: config.address, port: config.readOnlyPort, readOnly: true }) });
+  }
+
+  const stopping = new AbortController();
+  const result: RunningServers = {
+    stop: async () => {
+      stopping.abort();
+      await Promise.all(servers.map(({ server }) => server.stop()));
+    },
+  };
+  const listen = async ({ server, name, port }: (typeof servers)[number], firstAttempt = 0): Promise<number | undefined> => {
+    for (let attempt = firstAttempt; ; attempt++) {
+      try {
+        const bound = await server.start();
+        logger.info(`Started ${name}`, { address: `${config.address}:${bound}` });
+        return bound;
+      } catch (error) {
+        const delay = LISTEN_RETRY_MS[Math.min(attempt, LISTEN_RETRY_MS.length - 1)]!;
+        logger.error(`Failed to listen for the ${name}; retrying`, error, { port, retryInMs: delay });
+        if (attempt === 0) {
+          // The caller goes on at once; the retries continue in the background until the kubelet stops.
+          void clock.sleep(delay, stopping.signal).then(
+            () => listen({ server, name, port }, 1),
+            () => undefined,
+          );
+          return undefined;
+        }
+        try {
+          await clock.sleep(delay, stopping.signal);
+        } catch {
+          return undefined;
+        }
+      }
+    }
+  };
+  const ports = await Promise.all(servers.map((entry) => listen(entry)));
+  result.port = gate ? ports[0] : undefined;
+  result.readOnlyPort = config.readOnlyPort > 0 ? ports.at(-1) : undefined;
+  return result;
+}
+
+/** Registers the server's KubeletDeps: its host, its gate, its metrics, the stats provider and the container log manager. */
+export function registerServerDeps(c: DependencyContainer, config: KubeletConfig): void {
+  // Go: BuildAuth. No authentication method at all (standalone defaults): no secure server rather than one that
+  // answers 401 to everyone, or an open one.
+  c.register<RequestGate | undefined>(Tokens.ServerGate, {
+    useFactory: instanceCachingFactory((c) => {
+      const { authentication, authorization } = config;
+      if (!authentication.x509ClientCAFile && !authentication.webhookEnabled && !authentication.anonymousEnabled) return undefined;
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      const clock = c.resolve<Clock>(Tokens.Clock);
+      const logger = c.resolve<Logger>(Tokens.Logger).with({ component: 'server-auth' });
+      try {
+        const authenticator = createAuthenticator({ ...authentication, kubeConfig, clock, logger });
+        const authorizer = createAuthorizer({ ...authorization, kubeConfig, clock, logger });
+        return authFilter(authenticator, authorizer, config.nodeName, { logger });
+      } catch (error) {
+        throw new ConfigError(`failed to build the kubelet server's authentication or authorization: ${errorText(error)}`);
+      }
+    }),
+  });
+  c.register<ServerMetrics>(Tokens.ServerMetrics, {
+    useFactory: instanceCachingFactory((c) => {
+      const metrics = c.resolve<KubeletMetrics>(Tokens.Metrics);
+      return { metrics: metrics.registry, probeMetrics: metrics.probeRegistry, onHttpRequest: (labels: HttpRequestLabels) => metrics.startHttpRequest(labels) };
+    }),
+  });
+  c.register<(healthChecks: HealthzCheck[]) => ServerHost>(Tokens.ServerHostFactory, { useFactory: (c) => (healthChecks: HealthzCheck[]) => createServerHost(c, healthChecks) });
+  c.register<SummarySource>(
+    Tokens.StatsProvider,
+    {
+      useFactory: instanceCachingFactory(
+        (c) =>
+          new SummaryProvider({
+            runtimeService: c.resolve<RuntimeService>(Tokens.RuntimeService),
+            imageService: c.resolve<ImageService>(Tokens.ImageService),
+            nodeName: config.nodeName,
+            rootDir: config.rootDir,
+            podLogsDir: config.podLogsDir,
+            clock: c.resolve(Tokens.Clock),
+            logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'stats' }),
+          }),
+      ),
+    },
+  );
+  c.register<Pick<ServerHost, 'getStatsSummary' | 'resourceMetrics' | 'cadvisorMetrics'>>(Tokens.StatsSource, {
+    useFactory: instanceCachingFactory((c) => {
+      const provider = c.resolve<SummarySource>(Tokens.StatsProvider);
+      const logger = c.resolve<Logger>(Tokens.Logger).with({ component: 'stats' });
+      return {
+        getStatsSummary: (onlyCpuAndMemory: boolean) => (onlyCpuAndMemory ? provider.getCPUAndMemoryStats() : provider.get(true)),
+        resourceMetrics: () => scrapeResourceMetrics(provider, logger),
+        cadvisorMetrics: async () => {
+          const runtime = c.resolve<RuntimeService>(Tokens.RuntimeService);
+          const [summary, containers] = await Promise.all([provider.get(false), runtime.listContainers({ state: { state: 1 } })]);
+          const label = (labels: Record<string, string>, key: string) => labels[key] ?? '';
+          return renderCadvisorMetrics(
+            summary,
+            containers.map((ct) => ({
+              namespace: label(ct.labels, 'io.kubernetes.pod.namespace'),
+              pod: label(ct.labels, 'io.kubernetes.pod.name'),
+              container: label(ct.labels, 'io.kubernetes.container.name'),
+              id: ct.id,
+              name: ct.id,
+              image: ct.image?.image ?? '',
+            })),
+          );
+        },
+      };
+    }),
+  });
+  // Go: the container log manager rotates logs only for CRI runtimes; the embedded runtime is one too.
+  c.register<LogManager | undefined>(Tokens.ContainerLogManager, {
+    useFactory: instanceCachingFactory((c) =>
+      config.containerLogMaxSizeBytes > 0
+        ? new ContainerLogManager({
+            runtime: c.resolve<RuntimeService>(Tokens.RuntimeService),
+            maxSize: config.containerLogMaxSizeBytes,
+            maxFiles: config.containerLogMaxFiles,
+            clock: c.resolve(Tokens.Clock),
+            logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'container-log-manager' }),
+          })
+        : undefined,
+    ),
+  });
+}
+
+/** The default ServerHost: the kubelet, its runtime and the machine facts. */
+export function createServerHost(c: DependencyContainer, healthChecks: HealthzCheck[]): ServerHost {
+  const config = c.resolve<KubeletConfig>(Tokens.Config);
+  const machineInfo = cachedMachineInfo(config.rootDir);
+  return new KubeletServerHost({
+    kubelet: c.resolve<Kubelet>(Tokens.Kubelet),
+    runtime: c.resolve<KubeletRuntime>(Tokens.ContainerRuntime),
+    runtimeService: c.resolve<RuntimeService>(Tokens.RuntimeService),
+    healthChecks,
+    configz: () => configz(config),
+    machineInfo,
+    stats: c.resolve<Pick<ServerHost, 'getStatsSummary' | 'resourceMetrics' | 'cadvisorMetrics'> | undefined>(Tokens.StatsSource),
+    clock: c.resolve(Tokens.Clock),
+    logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'server' }),
+  });
+}
+
+/** /configz: the configuration in KubeletConfiguration's field names (durations as Go prints them). */
+function configz(config: KubeletConfig): Record<string, unknown> {
+  const duration = (ms: number) => `${ms / 1000}s`;
+  return {
+    kind: 'KubeletConfiguration',
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    staticPodPath: config.staticPodPath ?? '',
+    staticPodURL: config.staticPodURL ?? '',
+    syncFrequency: duration(config.syncFrequencyMs),
+    fileCheckFrequency: duration(config.fileCheckFrequencyMs),
+    httpCheckFrequency: duration(config.httpCheckFrequencyMs),
+    address: config.address,
+    port: config.port,
+    readOnlyPort: config.readOnlyPort,
+    tlsCertFile: config.tlsCertFile ?? '',
+    tlsPrivateKeyFile: config.tlsPrivateKeyFile ?? '',
+    authentication: {
+      x509: { clientCAFile: config.authentication.x509ClientCAFile ?? '' },
+      webhook: { enabled: config.authentication.webhookEnabled, cacheTTL: duration(config.authentication.webhookCacheTTLMs) },
+      anonymous: { enabled: config.authentication.anonymousEnabled },
+    },
+    authorization: {
+      mode: config.authorization.mode,
+      webhook: { cacheAuthorizedTTL: duration(config.authorization.cacheAuthorizedTTLMs), cacheUnauthorizedTTL: duration(config.authorization.cacheUnauthorizedTTLMs) },
+    },
+    healthzPort: config.healthzPort,
+    healthzBindAddress: config.healthzBindAddress,
+    clusterDomain: config.clusterDomain,
+    clusterDNS: config.clusterDNS,
+    nodeStatusUpdateFrequency: duration(config.nodeStatusUpdateFrequencyMs),
+    nodeStatusReportFrequency: duration(config.nodeStatusReportFrequencyMs),
+    imageMinimumGCAge: duration(config.imageGC.minAgeMs),
+    imageGCHighThresholdPercent: config.imageGC.highThresholdPercent,
+    imageGCLowThresholdPercent: config.imageGC.lowThresholdPercent,
+    runtimeRequestTimeout: duration(config.runtimeRequestTimeoutMs),
+    maxPods: config.maxPods,
+    resolvConf: config.resolvConf,
+    eventRecordQPS: config.eventQps,
+    eventBurst: config.eventBurst,
+    kubeAPIQPS: config.kubeApiQps,
+    kubeAPIBurst: config.kubeApiBurst,
+    enableDebuggingHandlers: config.enableDebuggingHandlers,
+    enableSystemLogHandler: config.enableSystemLogHandler,
+    containerLogMaxSize: String(config.containerLogMaxSizeBytes),
+    containerLogMaxFiles: config.containerLogMaxFiles,
+    featureGates: config.featureGates,
+    containerRuntimeEndpoint: config.containerRuntimeEndpoint,
+    podLogsDir: config.podLogsDir,
+  };
+}
