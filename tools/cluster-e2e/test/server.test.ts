@@ -197,6 +197,16 @@ await t.test('kubectl exec: stdout, stderr, the exit code, and stdin', async (t)
   t.not(missing.code, 0, 'a missing binary fails the exec');
 });
 
+await t.test('a client that goes away mid-exec leaves no process behind in the container', async (t) => {
+  const ps = () => kubectl.run(['exec', '-n', NS, 'shell', '-c', 'app', '--', 'ps', '-o', 'args']);
+  const session = kubectlProcess(['exec', '-i', '-n', NS, 'shell', '-c', 'app', '--', 'sleep', '313']);
+  await waitFor('the exec session runs', async () => (await ps()).includes('sleep 313'), 20_000, () => session.errors());
+  session.kill('SIGKILL');
+  await session.exit;
+  await waitFor('the exec process is gone', async () => !(await ps()).includes('sleep 313'), 30_000, kubeletLog);
+  t.pass('the runtime ended the exec once its client went away');
+});
+
 await t.test('kubectl cp copies a file in and out of a container', async (t) => {
   const local = join(dir, 'cp-source.txt');
   writeFileSync(local, 'copied through tar\n');
