@@ -134,10 +134,20 @@ function waitForDrain(stream: Writable, signal: AbortSignal | undefined): Promis
   });
 }
 
-/** Go's logWriter: since filter, timestamps, the byte limit across both streams; plus backpressure. */
+/** Output is handed to the streams in batches of about this size: one write (one HTTP chunk) per batch, not per line. */
+const FLUSH_BYTES = 64 * 1024;
+
+/**
+ * Go's logWriter: since filter, timestamps, the byte limit across both streams; plus backpressure. Lines are
+ * batched per stream and flushed when a batch is full, when the other stream is written, and whenever the reader
+ * reaches the end of the file, so a follower sees each line as soon as it is read to the end.
+ */
 class LogWriter {
   private remain: number;
   private isNewLine = true;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private pendingStream: Writable | undefined;
 
   constructor(
     private readonly stdout: Writable,
@@ -148,31 +158,44 @@ class LogWriter {
     this.remain = opts.bytes >= 0 ? opts.bytes : Infinity;
   }
 
-  /** Returns false once the byte limit is reached (Go's errMaximumWrite). */
+  /** Returns false once the byte limit is reached (Go's errMaximumWrite); the caller flushes. */
   async write(line: ParsedLine, endsWithNewline: boolean): Promise<boolean> {
     const { record, content } = line;
     try {
       if (record.time < this.opts.since) return true;
-      const parts: Buffer[] = [];
-      // A partial record continues the line of the one before: only a line's first record gets
-      // the timestamp (newer Go; v1.20 stamped every record, splitting lines with timestamps).
-      if (this.opts.timestamp && this.isNewLine) parts.push(Buffer.from(`${formatTimestampFixed(record.timestamp)} `));
-      parts.push(content);
-      if (endsWithNewline) parts.push(NEWLINE);
-      // A copy: a view would keep the reader's whole 64 KiB chunk alive while the stream buffers it.
-      let out = Buffer.concat(parts);
-      if (out.length > this.remain) out = out.subarray(0, this.remain);
       const stream = record.stream === 'stdout' ? this.stdout : this.stderr;
       if (stream.destroyed || stream.writableEnded) throw new Error('log output stream closed');
-      if (out.length > 0) {
-        const ok = stream.write(out);
-        this.remain -= out.length;
-        if (!ok) await waitForDrain(stream, this.signal);
-      }
+      if (this.pendingStream !== stream) await this.flush();
+      this.pendingStream = stream;
+      // A partial record continues the line of the one before: only a line's first record gets
+      // the timestamp (newer Go; v1.20 stamped every record, splitting lines with timestamps).
+      if (this.opts.timestamp && this.isNewLine) this.append(Buffer.from(`${formatTimestampFixed(record.timestamp)} `));
+      this.append(content);
+      if (endsWithNewline) this.append(NEWLINE);
+      if (this.pendingBytes >= FLUSH_BYTES) await this.flush();
       return this.remain > 0;
     } finally {
       this.isNewLine = endsWithNewline;
     }
+  }
+
+  /** Writes the batch (a copy: views would keep the reader's chunks alive while the stream buffers them). */
+  async flush(): Promise<void> {
+    const stream = this.pendingStream;
+    if (!stream || this.pendingBytes === 0) return;
+    const out = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    if (stream.destroyed || stream.writableEnded) throw new Error('log output stream closed');
+    if (!stream.write(out)) await waitForDrain(stream, this.signal);
+  }
+
+  private append(part: Buffer): void {
+    const take = part.length > this.remain ? part.subarray(0, this.remain) : part;
+    if (take.length === 0) return;
+    this.pending.push(take);
+    this.pendingBytes += take.length;
+    this.remain -= take.length;
   }
 }
 
@@ -429,6 +452,7 @@ export async function readLogs(path: string, containerId: string, options: ReadL
     for (;;) {
       checkAbort();
       if (stop || (limitedMode && limitedNum <= 0)) {
+        await writer.flush();
         logger.v(2).info('Finished parsing log file', { path });
         return;
       }
@@ -442,6 +466,7 @@ export async function readLogs(path: string, containerId: string, options: ReadL
       checkAbort();
       let complete = true;
       if (line === undefined) {
+        await writer.flush();
         if (opts.follow) {
           if (!notifier.started) {
             // Data may have arrived before the watch began: read once more before waiting.
@@ -505,6 +530,7 @@ export async function readLogs(path: string, containerId: string, options: ReadL
       let more: boolean;
       try {
         more = await writer.write(parsed, endsWithNewline);
+        if (!more) await writer.flush();
       } catch (err) {
         checkAbort();
         logger.error('Failed when writing line to log file', err, { path });
