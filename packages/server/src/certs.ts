@@ -153,8 +153,11 @@ const octetString = (content: Buffer) => der(0x04, content);
 const explicit = (tagNumber: number, content: Buffer) => der(0xa0 + tagNumber, content);
 
 function integer(value: Buffer): Buffer {
-  // DER integers are signed: a leading 1 bit needs a zero byte in front.
-  return der(0x02, value[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), value]) : value);
+  // DER integers are minimal (no redundant leading zero bytes) and signed (a leading 1 bit needs a zero byte).
+  let start = 0;
+  while (start < value.length - 1 && value[start] === 0 && (value[start + 1]! & 0x80) === 0) start++;
+  const minimal = value.subarray(start);
+  return der(0x02, minimal[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), minimal]) : minimal);
 }
 
 function oid(dotted: string): Buffer {
@@ -209,8 +212,9 @@ function ipBytes(ip: string): Buffer {
 }
 
 function randomSerial(): Buffer {
+  // Positive, and with a non-zero first byte, so the DER integer is exactly 16 bytes.
   const serial = randomBytes(16);
-  serial[0]! &= 0x7f;
+  serial[0] = (serial[0]! & 0x7f) | 0x01;
   return serial;
 }
 

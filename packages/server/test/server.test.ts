@@ -378,3 +378,14 @@ t.test('TLS: the secure server serves HTTPS with the given pair', async (t) => {
   });
   t.equal(body, 'ok', 'the certificate verifies against its CA for the IP SAN');
 });
+
+t.test('self-signed pairs always parse: serial numbers are minimal DER integers, whatever their leading bytes', async (t) => {
+  const { X509Certificate } = await import('node:crypto');
+  const { createSecureContext } = await import('node:tls');
+  for (let i = 0; i < 20; i++) {
+    const pair = generateSelfSignedCertKey('node-a', ['10.0.0.1']);
+    const leaf = new X509Certificate(pair.certPem);
+    t.ok(/^[0-9A-F]+$/.test(leaf.serialNumber) && !leaf.serialNumber.startsWith('00'), 'a minimal serial') || t.fail(`serial ${leaf.serialNumber}`);
+    createSecureContext({ cert: pair.certPem, key: pair.keyPem });
+  }
+});
