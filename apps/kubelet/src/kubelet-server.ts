@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
 import { errorText, type Clock, type Logger } from '@kubelet-ts/core';
 import type { RuntimeService } from '@kubelet-ts/cri-client';
@@ -7,7 +6,7 @@ import { ContainerLogManager, type LogManager } from '@kubelet-ts/container-logs
 import { cachedMachineInfo } from '@kubelet-ts/node-status';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SummaryProvider, renderCadvisorMetrics, scrapeResourceMetrics, type SummarySource } from '@kubelet-ts/stats';
-import { KubeletServer, authFilter, type HttpRequestLabels, type KubeletMetrics, createAuthenticator, createAuthorizer, loadOrCreateServingCert, type HealthzCheck, type MetricsSource, type RequestGate, type ServerHost } from '@kubelet-ts/server';
+import { KubeletServer, authFilter, loadClientCA, type HttpRequestLabels, type KubeletMetrics, createAuthenticator, createAuthorizer, loadOrCreateServingCert, type HealthzCheck, type MetricsSource, type RequestGate, type ServerHost } from '@kubelet-ts/server';
 import { ConfigError, type KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
@@ -43,37 +42,31 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
   const serverMetrics = c.resolve<ServerMetrics>(Tokens.ServerMetrics);
   const common = { host, logger, metrics: serverMetrics.metrics, probeMetrics: serverMetrics.probeMetrics, onHttpRequest: serverMetrics.onHttpRequest };
 
-  const gateForCert = c.resolve<RequestGate | undefined>(Tokens.ServerGate);
-  const cert = gateForCert && loadOrCreateServingCert({ tlsCertFile: config.tlsCertFile, tlsPrivateKeyFile: config.tlsPrivateKeyFile, certDir: config.certDir, hostname: config.nodeName });
-  if (cert?.generated) logger.info('Generated a self-signed serving certificate', { certFile: cert.certFile, keyFile: cert.keyFile });
-  let clientCAPem: string | undefined;
-  if (config.authentication.x509ClientCAFile) {
-    try {
-      clientCAPem = readFileSync(config.authentication.x509ClientCAFile, 'utf8');
-    } catch (error) {
-      throw new ConfigError(`unable to load client CA file ${config.authentication.x509ClientCAFile}: ${errorText(error)}`);
-    }
-  }
-  const gate = c.resolve<RequestGate | undefined>(Tokens.ServerGate);
-  if (!gate) {
-    logger.info('No authentication method configured: the kubelet server is not started (set --client-ca-file, or --kubeconfig for webhook token authentication, or --anonymous-auth)', { port: config.port });
-  }
   const servers: Array<{ server: KubeletServer; name: string; port: number }> = [];
-  if (gate) servers.push(
-    {
+  const gate = c.resolve<RequestGate | undefined>(Tokens.ServerGate);
+  if (gate) {
+    const cert = loadOrCreateServingCert({ tlsCertFile: config.tlsCertFile, tlsPrivateKeyFile: config.tlsPrivateKeyFile, certDir: config.certDir, hostname: config.nodeName });
+    if (cert.generated) logger.info('Generated a self-signed serving certificate', { certFile: cert.certFile, keyFile: cert.keyFile });
+    // The gate's x509 authenticator checked this bundle when it was built; the TLS server verifies client chains with it.
+    const clientCAFile = config.authentication.x509ClientCAFile;
+    const clientCAPem = clientCAFile ? loadClientCA(clientCAFile).toString('utf8') : undefined;
+    const ciphers = config.tlsCipherSuites.length > 0 ? config.tlsCipherSuites.join(':') : undefined;
+    servers.push({
       name: 'kubelet server',
       port: config.port,
       server: new KubeletServer({
         ...common,
         address: config.address,
         port: config.port,
-        tls: { certPem: cert!.certPem, keyPem: cert!.keyPem, clientCAPem, minVersion: config.tlsMinVersion, ciphers: config.tlsCipherSuites.length > 0 ? config.tlsCipherSuites.join(':') : undefined },
+        tls: { certPem: cert.certPem, keyPem: cert.keyPem, clientCAPem, minVersion: config.tlsMinVersion, ciphers },
         gate,
         enableDebuggingHandlers: config.enableDebuggingHandlers,
         enableSystemLogHandler: config.enableSystemLogHandler,
       }),
-    },
-  );
+    });
+  } else {
+    logger.info('No authentication method configured: the kubelet server is not started (set --client-ca-file, or --kubeconfig for webhook token authentication, or --anonymous-auth)', { port: config.port });
+  }
   if (config.readOnlyPort > 0) {
     servers.push({ name: 'kubelet read-only server', port: config.readOnlyPort, server: new KubeletServer({ ...common, address: config.address, port: config.readOnlyPort, readOnly: true }) });
   }
