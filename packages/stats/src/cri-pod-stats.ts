@@ -240,15 +240,7 @@ export class CriPodStats {
   private async rootfsStats(layer: runtimeapi.FilesystemUsage, memo: FsInfoMemo): Promise<FsStats> {
     const mountpoint = layer.fsId?.mountpoint;
     const fs = mountpoint ? await this.fsInfoOnce(mountpoint, memo) : undefined;
-    return fsStats({
-      time: formatTime(nsToMs(layer.timestamp)),
-      availableBytes: fs?.availableBytes,
-      capacityBytes: fs?.capacityBytes,
-      usedBytes: layer.usedBytes?.value,
-      inodesFree: fs?.inodesFree,
-      inodes: fs?.inodes,
-      inodesUsed: layer.inodesUsed?.value,
-    });
+    return usageOnFilesystem(nsToMs(layer.timestamp), fs, layer.usedBytes?.value, layer.inodesUsed?.value);
   }
 
   /**
@@ -267,15 +259,7 @@ export class CriPodStats {
       return undefined;
     }
     const fs = await this.fsInfoOnce(this.podLogsDir, memo);
-    return fsStats({
-      time: formatTime(this.clock.now()),
-      availableBytes: fs?.availableBytes,
-      capacityBytes: fs?.capacityBytes,
-      usedBytes: usage.bytes,
-      inodesFree: fs?.inodesFree,
-      inodes: fs?.inodes,
-      inodesUsed: usage.inodes,
-    });
+    return usageOnFilesystem(this.clock.now(), fs, usage.bytes, usage.inodes);
   }
 
   /** Volumes and ephemeral-storage (Go: makePodStorageStats + calcEphemeralStorage). */
@@ -310,15 +294,7 @@ export class CriPodStats {
       add(container.logs);
     }
     for (const volume of ephemeralVolumes) add(volume);
-    pod['ephemeral-storage'] = fsStats({
-      time: formatTime(timeMs || this.clock.now()),
-      availableBytes: rootFs?.availableBytes,
-      capacityBytes: rootFs?.capacityBytes,
-      usedBytes,
-      inodesFree: rootFs?.inodesFree,
-      inodes: rootFs?.inodes,
-      inodesUsed,
-    });
+    pod['ephemeral-storage'] = usageOnFilesystem(timeMs || this.clock.now(), rootFs, usedBytes, inodesUsed);
   }
 
   private fsInfoOnce(path: string, memo: FsInfoMemo): Promise<FsInfo | undefined> {
@@ -399,6 +375,19 @@ export function networkStats(network: runtimeapi.NetworkUsage): NetworkStats | u
     time: formatTime(nsToMs(network.timestamp)),
     ...defaultInterface,
     interfaces: network.interfaces.length > 0 ? network.interfaces.map(iface) : undefined,
+  });
+}
+
+/** What something uses on a filesystem, with that filesystem's capacity and free space (rootfs, logs, imagefs, ephemeral storage). */
+export function usageOnFilesystem(timeMs: number, fs: FsInfo | undefined, usedBytes: number | undefined, inodesUsed: number | undefined): FsStats {
+  return fsStats({
+    time: formatTime(timeMs),
+    availableBytes: fs?.availableBytes,
+    capacityBytes: fs?.capacityBytes,
+    usedBytes,
+    inodesFree: fs?.inodesFree,
+    inodes: fs?.inodes,
+    inodesUsed,
   });
 }
 

@@ -23,7 +23,7 @@ import {
 } from './api.js';
 import { CgroupFileError, FsCgroupReader, parseMeminfo, type CgroupReader } from './cgroup.js';
 import { CpuUsageCache } from './cpu-usage-cache.js';
-import { compact, CriPodStats, fsStats, nsToMs, type StatsRuntimeService } from './cri-pod-stats.js';
+import { compact, CriPodStats, nsToMs, usageOnFilesystem, type StatsRuntimeService } from './cri-pod-stats.js';
 import { defaultStatfs, fsInfo, readBootTimeMs, readHostNetwork, readTaskLimits, type FsInfo, type HostNetwork, type StatfsFunction } from './host.js';
 import { VolumeDirStats, type PodVolumeStatsFunction } from './volumes.js';
 
@@ -304,15 +304,7 @@ export class SummaryProvider implements SummarySource {
         this.logger.v(2).info('Failed to get the info of the filesystem with mountpoint', { mountpoint, err: errorText(err) });
       }
     }
-    return fsStats({
-      time: formatTime(nsToMs(usage.timestamp)),
-      availableBytes: fs?.availableBytes,
-      capacityBytes: fs?.capacityBytes,
-      usedBytes: usage.usedBytes?.value,
-      inodesFree: fs?.inodesFree,
-      inodes: fs?.inodes,
-      inodesUsed: usage.inodesUsed?.value,
-    });
+    return usageOnFilesystem(nsToMs(usage.timestamp), fs, usage.usedBytes?.value, usage.inodesUsed?.value);
   }
 
   private async rlimitStats(): Promise<RlimitStats | undefined> {
@@ -332,13 +324,5 @@ export class SummaryProvider implements SummarySource {
 }
 
 function rootFsStats(fs: FsInfo): FsStats {
-  return fsStats({
-    time: formatTime(fs.timeMs),
-    availableBytes: fs.availableBytes,
-    capacityBytes: fs.capacityBytes,
-    usedBytes: fs.usedBytes,
-    inodesFree: fs.inodesFree,
-    inodes: fs.inodes,
-    inodesUsed: fs.inodes - fs.inodesFree,
-  });
+  return usageOnFilesystem(fs.timeMs, fs, fs.usedBytes, fs.inodes - fs.inodesFree);
 }
