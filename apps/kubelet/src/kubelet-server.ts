@@ -1,6 +1,7 @@
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
 import { errorText, type Clock, type Logger } from '@kubelet-ts/core';
-import type { RuntimeService } from '@kubelet-ts/cri-client';
+import { runtimeapi, type RuntimeService } from '@kubelet-ts/cri-client';
+import { getContainerInfoFromLabels } from '@kubelet-ts/runtime-manager';
 import type { ImageService } from '@kubelet-ts/cri-client';
 import { ContainerLogManager, type LogManager } from '@kubelet-ts/container-logs';
 import { cachedMachineInfo } from '@kubelet-ts/node-status';
@@ -162,18 +163,13 @@ export function registerServerDeps(c: DependencyContainer, config: KubeletConfig
         resourceMetrics: () => scrapeResourceMetrics(provider, logger),
         cadvisorMetrics: async () => {
           const runtime = c.resolve<RuntimeService>(Tokens.RuntimeService);
-          const [summary, containers] = await Promise.all([provider.get(false), runtime.listContainers({ state: { state: 1 } })]);
-          const label = (labels: Record<string, string>, key: string) => labels[key] ?? '';
+          const [summary, containers] = await Promise.all([provider.get(false), runtime.listContainers({ state: { state: runtimeapi.ContainerState.CONTAINER_RUNNING } })]);
           return renderCadvisorMetrics(
             summary,
-            containers.map((ct) => ({
-              namespace: label(ct.labels, 'io.kubernetes.pod.namespace'),
-              pod: label(ct.labels, 'io.kubernetes.pod.name'),
-              container: label(ct.labels, 'io.kubernetes.container.name'),
-              id: ct.id,
-              name: ct.id,
-              image: ct.image?.image ?? '',
-            })),
+            containers.map((ct) => {
+              const { podNamespace, podName, containerName } = getContainerInfoFromLabels(ct.labels);
+              return { namespace: podNamespace, pod: podName, container: containerName, id: ct.id, name: ct.id, image: ct.image?.image ?? '' };
+            }),
           );
         },
       };

@@ -95,6 +95,8 @@ t.test('logs, pods, stats and metrics of a static pod on the local runtime', asy
   t.match(metrics, /kubelet_running_pods 1/);
   t.match(metrics, /kubelet_runtime_operations_total\{operation_type="run_podsandbox"\} 1/);
   t.match((await get('/metrics/resource')).body, /container_memory_working_set_bytes\{container="app",namespace="default",pod="talker-server-node"\}/);
+  const cadvisor = (await get('/metrics/cadvisor')).body;
+  t.match(cadvisor, /container_memory_working_set_bytes\{[^}]*container="app"[^}]*namespace="default"[^}]*pod="talker-server-node"[^}]*\}/, 'cadvisor figures labelled from the CRI container labels');
   t.same(JSON.parse((await get('/configz')).body).kubeletconfig.port, 0);
   t.match((await get('/healthz/syncloop')).body, 'ok');
 });
