@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { parseDuration, parseQuantity } from '@kubelet-ts/core';
+import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, parseDuration, Quantity } from '@kubelet-ts/core';
 import { validateImageGCPolicy } from '@kubelet-ts/image-gc';
 import { KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
 
@@ -302,7 +302,7 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
   const config: KubeletConfig = {
     nodeName: resolveNodeName(flags.hostnameOverride),
     rootDir,
-    podLogsDir: abs(flags.podLogsDir) ?? abs(file.podLogsDir) ?? '/var/log/pods',
+    podLogsDir: abs(flags.podLogsDir) ?? abs(file.podLogsDir) ?? DEFAULT_POD_LOGS_ROOT_DIRECTORY,
     staticPodPath: abs(flags.podManifestPath) ?? abs(file.staticPodPath),
     staticPodURL: flags.manifestUrl ?? file.staticPodURL,
     staticPodURLHeader: flags.manifestUrlHeader ? parseManifestUrlHeaders(flags.manifestUrlHeader) : (file.staticPodURLHeader ?? {}),
@@ -407,12 +407,13 @@ function parseAuthorizationMode(mode: string): KubeletConfig['authorization']['m
 function parseLogMaxSize(value: string): number {
   let bytes: number;
   try {
-    bytes = parseQuantity(value);
+    // Go: logs.NewContainerLogManager reads the size as Quantity.Value(), rounded up.
+    bytes = Quantity.parse(value).value();
   } catch (error) {
     throw new ConfigError(`containerLogMaxSize: Invalid value: ${JSON.stringify(value)}: ${(error as Error).message}`);
   }
   if (!(bytes > 0)) throw new ConfigError(`containerLogMaxSize: Invalid value: ${JSON.stringify(value)}: must be greater than 0`);
-  return Math.floor(bytes);
+  return bytes;
 }
 
 /** Where the embedded local runtime keeps its socket and state under the kubelet's root dir. */

@@ -407,6 +407,12 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         recorder: c.resolve(Tokens.EventRecorder),
         clock: c.resolve(Tokens.Clock),
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'container-gc' }),
+        // Go: cgc.manager.killContainer(nil, ...): the runtime manager restores the grace period and
+        // preStop hook from the container's annotations.
+        killContainer: async (container, message) => {
+          const runtime = c.resolve<GenericRuntimeManager>(Tokens.ContainerRuntime);
+          await runtime.killContainer(undefined, { type: runtime.type(), id: container.id }, container.name, message, 'Unknown');
+        },
       }),
   });
   c.register<(getPodStatus: (uid: string) => V1PodStatus | undefined) => ProbeManagerLike>(Tokens.ProbeManagerFactory, {

@@ -2,9 +2,9 @@ export { Kubelet, type KubeletOptions, type KubeletRuntime, type PodSource, type
 export { Tokens, registerKubeletDeps, runtimeEndpoint } from './container.js';
 export { startKubelet, describePodStatus, type RunningKubelet } from './app.js';
 export { resolveConfig, loadConfigFile, parseManifestUrlHeaders, resolveNodeName, localRuntimePaths, ConfigError, KUBELET_CONFIG_API_VERSION, type KubeletConfig } from './config.js';
-export { parseFlags, usage, FlagError, LOCAL_RUNTIME_ENDPOINT, KNOWN_FEATURE_GATES, type KubeletFlags } from './flags.js';
+export { parseFlags, usage, helpText, flagUsageText, FlagError, FLAG_SECTIONS, HELP_WIDTH, KUBELET_DESCRIPTION, LOCAL_RUNTIME_ENDPOINT, KNOWN_FEATURE_GATES, type KubeletFlags, type FlagSpec, type FlagSection, type FlagKind } from './flags.js';
 export { runOnce, type RunPodResult } from './run-once.js';
 export { startKubeletServers, registerServerDeps, createServerHost, type RunningServers, type ServerMetrics } from './kubelet-server.js';
 export { KubeletServerHost, validateContainerLogStatus, type KubeletServerHostOptions } from './server-host.js';
 export { PodManager } from './pod-manager.js';
-export { KUBELET_VERSION } from './version.js';
+export { KUBELET_VERSION, KUBERNETES_VERSION, KUBELET_TS_VERSION, versionInfo, type VersionInfo } from './version.js';

@@ -5,8 +5,11 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { describePodStatus, startKubelet } from './app.js';
 import { ConfigError, resolveConfig } from './config.js';
 import { Tokens, registerKubeletDeps } from './container.js';
-import { FlagError, parseFlags, usage } from './flags.js';
-import { KUBELET_VERSION } from './version.js';
+import { FlagError, HELP_WIDTH, helpText, parseFlags } from './flags.js';
+import { KUBELET_VERSION, versionInfo } from './version.js';
+
+/** Resolves once the text is handed to stdout: process.exit right after a write could cut a piped --help short. */
+const print = (text: string) => new Promise<void>((resolve) => process.stdout.write(text, () => resolve()));
 
 async function main(argv: string[]): Promise<number> {
   let flags;
@@ -14,11 +17,17 @@ async function main(argv: string[]): Promise<number> {
   try {
     flags = parseFlags(argv);
     if (flags.help) {
-      console.log(`The kubelet is the primary node agent: it runs the pods described by static manifests\n(and, later, the API server) on a CRI runtime.\n\n${usage()}`);
+      // Wrapped to the terminal when there is one; piped output keeps a fixed width so it reads the same everywhere.
+      await print(helpText(process.stdout.isTTY && process.stdout.columns ? process.stdout.columns : HELP_WIDTH));
+      return 0;
+    }
+    if (flags.version === 'raw') {
+      await print(`${JSON.stringify(versionInfo(), null, 2)}\n`);
       return 0;
     }
     if (flags.version) {
-      console.log(`Kubernetes ${KUBELET_VERSION} (kubelet-ts)`);
+      // Go's verflag: "Kubernetes <version>", the same version the node reports as its kubeletVersion.
+      await print(`Kubernetes ${KUBELET_VERSION}\n`);
       return 0;
     }
     config = resolveConfig(flags);

@@ -73,7 +73,14 @@ async function pass(policy: ContainerGCPolicy): Promise<{ ms: number; removed: n
     else runtime.containers.get(id)!.status.state = 'CONTAINER_RUNNING';
   }
   clock.setTime(NOW_MS);
-  const gc = new ContainerGC({ runtimeService: runtime, podStateProvider: pods, policy, podLogsRootDirectory: '/nonexistent/kubelet-ts-bench', clock });
+  const gc = new ContainerGC({
+    runtimeService: runtime,
+    podStateProvider: pods,
+    policy,
+    podLogsRootDirectory: '/nonexistent/kubelet-ts-bench',
+    clock,
+    killContainer: (c) => runtime.stopContainer(c.id, 2),
+  });
   const before = runtime.containers.size;
   const start = performance.now();
   await gc.garbageCollect(true, false);

@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import type { V1ObjectReference } from '@kubernetes/client-node';
 import {
+  DEFAULT_POD_LOGS_ROOT_DIRECTORY,
   errorText,
   isNotExist,
   KubeletEventReason,
@@ -15,12 +16,6 @@ import {
   type Logger,
 } from '@kubelet-ts/core';
 import { isNotFound, type RuntimeService } from '@kubelet-ts/cri-client';
-import {
-  DEFAULT_POD_LOGS_ROOT_DIRECTORY,
-  MINIMUM_GRACE_PERIOD_SECONDS,
-  POD_DELETION_GRACE_PERIOD_LABEL,
-  POD_TERMINATION_GRACE_PERIOD_LABEL,
-} from '@kubelet-ts/runtime-manager';
 import {
   evictableContainers,
   parsePodUIDFromLogsDirectory,
@@ -71,10 +66,12 @@ export interface ContainerGCOptions {
   nodeRef?: V1ObjectReference;
   fs?: ContainerGCFs;
   /**
-   * Stops a container in unknown state before its removal (Go: killContainer with no pod). Default:
-   * CRI StopContainer with the grace period of its annotations (at least 2 s).
+   * Stops a container in unknown state before its removal (Go: cgc.manager.killContainer with no
+   * pod). Reading the pod's grace period and preStop hook back from the container's annotations is
+   * the runtime manager's job, so the GC asks it; with @kubelet-ts/runtime-manager:
+   * `(c, message) => manager.killContainer(undefined, { type: manager.type(), id: c.id }, c.name, message, 'Unknown')`.
    */
-  killContainer?: (container: ContainerGCInfo, message: string) => Promise<void>;
+  killContainer: (container: ContainerGCInfo, message: string) => Promise<void>;
   /** Remove a container's log file with it (Go: removeContainerLog). Default true. */
   removeContainerLogs?: boolean;
   /** Period of the loop started by start(). Default 1 min (Go: ContainerGCPeriod). */
@@ -117,7 +114,7 @@ export class ContainerGC implements ContainerGarbageCollector {
     this.recorder = opts.recorder ?? noopEventRecorder;
     this.nodeRef = opts.nodeRef ?? { kind: 'Node', name: '' };
     this.fs = opts.fs ?? nodeGCFs;
-    this.killContainerFn = opts.killContainer ?? ((container) => this.stopUnknownContainer(container));
+    this.killContainerFn = opts.killContainer;
     this.removeContainerLogs = opts.removeContainerLogs ?? true;
     this.periodMs = opts.periodMs ?? CONTAINER_GC_PERIOD_MS;
     this.onRemoved = opts.onRemoved;
@@ -253,16 +250,6 @@ export class ContainerGC implements ContainerGarbageCollector {
       }
     }
     await this.runtimeService.removeContainer(id, { signal });
-  }
-
-  /** The default for unknown containers: stop with the pod's grace period from the annotations. */
-  private async stopUnknownContainer(container: ContainerGCInfo): Promise<void> {
-    const fromAnnotation = (key: string): number | undefined => {
-      const value = Number.parseInt(container.annotations[key] ?? '', 10);
-      return Number.isFinite(value) ? value : undefined;
-    };
-    const grace = fromAnnotation(POD_DELETION_GRACE_PERIOD_LABEL) ?? fromAnnotation(POD_TERMINATION_GRACE_PERIOD_LABEL) ?? MINIMUM_GRACE_PERIOD_SECONDS;
-    await this.runtimeService.stopContainer(container.id, Math.max(MINIMUM_GRACE_PERIOD_SECONDS, grace));
   }
 
   /** Go: evictSandboxes. Returns the ids removed. */

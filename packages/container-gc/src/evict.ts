@@ -1,7 +1,7 @@
 // The pure decisions of container GC (Go: pkg/kubelet/kuberuntime/kuberuntime_gc.go): which dead
 // containers and which sandboxes go, in which order. ContainerGC executes them against the runtime.
+import { KUBERNETES_POD_UID_LABEL } from '@kubelet-ts/core';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
-import { KUBERNETES_POD_UID_LABEL } from '@kubelet-ts/runtime-manager';
 import type { ContainerGCPolicy } from './policy.js';
 
 /** Go's podStateProvider: what the pod workers know about a pod UID. PodWorkers implements it. */

@@ -7,17 +7,17 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { pollUntil } from '@kubelet-ts/core';
-import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
-import { RemoteImageService, RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
-import { CriImageFsStatsProvider, RealImageGCManager, type ImageFsStatsProvider, type RemovedImage } from '@kubelet-ts/image-gc';
 import {
   KUBERNETES_CONTAINER_NAME_LABEL,
   KUBERNETES_POD_NAME_LABEL,
   KUBERNETES_POD_NAMESPACE_LABEL,
   KUBERNETES_POD_UID_LABEL,
-  buildPodLogsDirectory,
-} from '@kubelet-ts/runtime-manager';
+  pollUntil,
+} from '@kubelet-ts/core';
+import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
+import { RemoteImageService, RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
+import { CriImageFsStatsProvider, RealImageGCManager, type ImageFsStatsProvider, type RemovedImage } from '@kubelet-ts/image-gc';
+import { buildPodLogsDirectory } from '@kubelet-ts/runtime-manager';
 import { ContainerGC } from '../src/index.js';
 import { FakePodStateProvider } from '../src/testing.js';
 
@@ -203,7 +203,13 @@ t.test('container GC then image GC on containerd remove exactly what the policy 
 
   // ---- container GC: maxPerPodContainer 1, "gone" and "old" are deleted.
   const pods = new FakePodStateProvider({ live: ['live-uid'], deleted: ['gone-uid', 'old-uid'] });
-  const containerGC = new ContainerGC({ runtimeService: runtime, podStateProvider: pods, podLogsRootDirectory: logRoot, logger });
+  const containerGC = new ContainerGC({
+    runtimeService: runtime,
+    podStateProvider: pods,
+    podLogsRootDirectory: logRoot,
+    logger,
+    killContainer: (c) => runtime.stopContainer(c.id, 2),
+  });
   const result = await containerGC.garbageCollectWithResult(true, false);
   t.same(new Set(result.containers), new Set([live0, gone0, gone1]), 'the older dead instance of live/app, and all of gone');
   t.same(result.sandboxes, [gone], 'the deleted pod\'s stopped sandbox');

@@ -167,17 +167,6 @@ t.test('unknown-state containers are stopped before removal; if that fails they 
   t.same(killed, [`${unknown}: Container is in unknown state, try killing it before removal`, `${unknown}: Container is in unknown state, try killing it before removal`]);
 });
 
-t.test('the default kill stops an unknown container with the pod grace period (at least 2 s)', async (t) => {
-  const env = setup(t, { maxPerPodContainer: 0 });
-  env.pods.live.add('p');
-  const sb = await addSandbox(env.runtime, 'p');
-  const unknown = await addContainer(env.runtime, sb, 'p', 'a', 0, 'unknown');
-  env.runtime.containers.get(unknown)!.status.annotations['io.kubernetes.pod.terminationGracePeriod'] = '30';
-  await env.gc.garbageCollect(true, false);
-  t.same(env.runtime.calls.find((c) => c.method === 'stopContainer')?.args, [unknown, 30]);
-  t.equal(env.runtime.containers.size, 0);
-});
-
 t.test('a container\'s log file goes with it', async (t) => {
   const { mkdirSync, writeFileSync, existsSync } = await import('node:fs');
   const env = setup(t, { maxPerPodContainer: 0 });

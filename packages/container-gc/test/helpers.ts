@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { FakeClock, RecordingEventRecorder, RecordingLogger } from '@kubelet-ts/core/testing';
 import { FakeRuntimeService } from '@kubelet-ts/cri-client/testing';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
-import { KUBERNETES_CONTAINER_NAME_LABEL, KUBERNETES_POD_NAME_LABEL, KUBERNETES_POD_NAMESPACE_LABEL, KUBERNETES_POD_UID_LABEL } from '@kubelet-ts/runtime-manager';
+import { KUBERNETES_CONTAINER_NAME_LABEL, KUBERNETES_POD_NAME_LABEL, KUBERNETES_POD_NAMESPACE_LABEL, KUBERNETES_POD_UID_LABEL } from '@kubelet-ts/core';
 import { ContainerGC, type ContainerGCOptions, type ContainerGCPolicy } from '../src/index.js';
 import { FakePodStateProvider } from '../src/testing.js';
 
@@ -41,6 +41,8 @@ export function setup(
     logger,
     recorder,
     nodeRef: { kind: 'Node', name: 'node-a', uid: 'node-a' },
+    // What the runtime manager's killContainer comes down to when the annotations say nothing.
+    killContainer: (c) => runtime.stopContainer(c.id, 2),
     ...extra,
   });
   return { clock, runtime, pods, logger, recorder, logRoot, gc };

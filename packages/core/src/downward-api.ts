@@ -2,7 +2,7 @@
 // volumes (Go: pkg/fieldpath ExtractFieldPathAsString/FormatMap/SplitMaybeSubscriptedPath and
 // pkg/api/v1/resource ExtractContainerResourceValue/MergeContainerResourceLimits).
 import type { V1Container, V1ObjectMeta, V1Pod, V1ResourceFieldSelector } from '@kubernetes/client-node';
-import { parseQuantity, quantityMilliValue, quantityValue } from './quantity.js';
+import { Quantity, quantityMilliValue, quantityValue } from './quantity.js';
 
 /** Go's strconv.Quote (fmt's %q): printable runes as they are, the rest escaped Go's way. */
 export function goQuote(s: string): string {
@@ -124,7 +124,7 @@ type ResourceKind = 'cpu' | 'memory' | 'ephemeral-storage';
  * request reads as the limit the spec sets, as the API server's defaulting would have written it.
  */
 export function extractContainerResourceValue(fs: V1ResourceFieldSelector, container: V1Container, allocatable?: NodeAllocatable): string {
-  const divisor = fs.divisor === undefined || parseQuantity(fs.divisor) === 0 ? '1' : fs.divisor;
+  const divisor = fs.divisor !== undefined && !Quantity.fromJSON(fs.divisor).isZero() ? fs.divisor : '1';
   const specLimits = container.resources?.limits ?? {};
   const requests = container.resources?.requests ?? {};
   const limit = (name: ResourceKind): string | number | undefined => {

@@ -19,3 +19,7 @@ export * from './reflector.js';
 export * from './quantity.js';
 export * from './downward-api.js';
 export * from './expansion.js';
+export * from './labels.js';
+export * from './pod-logs.js';
+export * from './meminfo.js';
+export * from './strategic-merge-patch.js';

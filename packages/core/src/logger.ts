@@ -32,7 +32,8 @@ export interface LoggerOptions {
   name?: string;
 }
 
-type Severity = 'I' | 'W' | 'E';
+/** klog's severity letter: info, warning, error. */
+export type Severity = 'I' | 'W' | 'E';
 
 interface LoggerConfig {
   verbosity: number;

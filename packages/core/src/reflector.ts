@@ -69,7 +69,8 @@ export interface ReflectorOptions<T> extends ReflectorTuning {
   onChange?: (change: StoreChange<T>) => void;
 }
 
-interface ObjectWithMeta {
+/** The part of an API object a reflector and an object cache key it by. */
+export interface ObjectWithMeta {
   metadata?: { namespace?: string; name?: string; resourceVersion?: string };
 }
 

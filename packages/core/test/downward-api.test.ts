@@ -7,7 +7,6 @@ import {
   findContainerInPod,
   formatMap,
   goQuote,
-  parseQuantity,
   quantityMilliValue,
   quantityValue,
   splitMaybeSubscriptedPath,
@@ -31,16 +30,16 @@ const pod: V1Pod = {
 };
 
 t.test('quantities: value, milli-value rounded up, malformed input throws', async (t) => {
-  t.equal(parseQuantity('100m'), 0.1);
-  t.equal(parseQuantity('128Mi'), 128 * 1024 * 1024);
-  t.equal(parseQuantity('1G'), 1e9);
-  t.equal(parseQuantity('1e3'), 1000);
-  t.equal(parseQuantity(undefined), 0);
+  t.equal(quantityMilliValue('100m'), 100);
+  t.equal(quantityValue('128Mi'), 128 * 1024 * 1024);
+  t.equal(quantityValue('1G'), 1e9);
+  t.equal(quantityValue('1e3'), 1000);
+  t.equal(quantityValue(undefined), 0);
   t.equal(quantityMilliValue('0.1'), 100);
   t.equal(quantityMilliValue('1n'), 1);
   t.equal(quantityValue('1m'), 1);
   t.equal(quantityValue('1.5Ki'), 1536);
-  t.throws(() => parseQuantity('abc'), /quantities must match the regular expression/);
+  t.throws(() => quantityValue('abc'), /quantities must match the regular expression/);
 });
 
 t.test("goQuote escapes as Go's %q", async (t) => {

@@ -7,11 +7,12 @@ import {
   formatMicroTime,
   formatRFC3339Nano,
   formatTime,
+  canonicalJson,
+  deepEqual,
   hasRestartableInitContainer,
   isJsonObject,
   isNotExist,
   isRestartableInitContainer,
-  jsonEqual,
   podRef,
   shouldContainerBeRestarted,
   type ContainerStatus,
@@ -32,13 +33,34 @@ t.test('wire timestamps: metav1.Time, MicroTime, RFC3339Nano', async (t) => {
 });
 
 t.test('JSON values', async (t) => {
-  t.ok(jsonEqual({ a: [1, { b: null }], c: 'x' }, { c: 'x', a: [1, { b: null }] }), 'key order ignored');
-  t.notOk(jsonEqual({ a: 1 }, { a: 1, b: 2 }));
-  t.notOk(jsonEqual([1, 2], [2, 1]), 'list order matters');
-  t.notOk(jsonEqual({ a: 1 }, [1]));
+  t.ok(deepEqual({ a: [1, { b: null }], c: 'x' }, { c: 'x', a: [1, { b: null }] }), 'key order ignored');
+  t.notOk(deepEqual({ a: 1 }, { a: 1, b: 2 }));
+  t.notOk(deepEqual([1, 2], [2, 1]), 'list order matters');
+  t.notOk(deepEqual({ a: 1 }, [1]));
+  t.notOk(deepEqual({ a: null }, {}), 'null is a value');
   t.ok(isJsonObject({}));
   t.notOk(isJsonObject([]));
   t.notOk(isJsonObject(null));
+});
+
+t.test('deepEqual is reflect.DeepEqual over API objects', async (t) => {
+  t.ok(deepEqual({ a: 1, b: undefined }, { a: 1 }), 'an undefined key is an absent one');
+  t.ok(deepEqual(new Date(T0), new Date(T0)), 'Dates by time');
+  t.notOk(deepEqual(new Date(T0), new Date(T0 + 1)));
+  t.notOk(deepEqual(new Date(T0), formatTime(T0)), 'a Date is not its text');
+  class Model {
+    name = 'web';
+  }
+  t.ok(deepEqual(new Model(), { name: 'web' }), 'a model instance equals the same plain fields');
+  t.notOk(deepEqual(NaN, NaN), 'NaN equals nothing, as in Go');
+  t.notOk(deepEqual(undefined, null));
+});
+
+t.test('canonicalJson sorts keys and leaves out undefined (and with omitNull, null) members', async (t) => {
+  t.equal(canonicalJson({ b: [{ d: 1, c: undefined }], a: null, t: new Date(T0) }), '{"a":null,"b":[{"d":1}],"t":"2026-01-01T00:00:00.000Z"}');
+  t.equal(canonicalJson({ b: 1, a: null, c: { e: null, d: 2 } }, { omitNull: true }), '{"b":1,"c":{"d":2}}');
+  t.equal(canonicalJson([undefined, null]), '[null,null]');
+  t.equal(canonicalJson(undefined), 'null');
 });
 
 const pod = (spec: V1Pod['spec'], deleted = false): V1Pod => ({

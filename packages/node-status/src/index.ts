@@ -1,4 +1,3 @@
-export * from './quantity.js';
 export * from './resources.js';
 export * from './machine-info.js';
 export * from './addresses.js';

@@ -1,6 +1,7 @@
 // What cadvisor's MachineInfo/VersionInfo give the kubelet's node status, read from the host.
 import { readFile, statfs } from 'node:fs/promises';
 import * as os from 'node:os';
+import { parseMeminfo } from '@kubelet-ts/core';
 
 /** The host facts the node status reports (Go: cadvisorapi.MachineInfo + VersionInfo + rootfs capacity). */
 export interface MachineInfo {
@@ -31,12 +32,6 @@ async function readTrimmed(path: string): Promise<string | undefined> {
   }
 }
 
-/** MemTotal from /proc/meminfo text, in bytes. */
-export function parseMemTotal(meminfo: string): number | undefined {
-  const m = /^MemTotal:\s+(\d+)\s*kB/m.exec(meminfo);
-  return m ? Number(m[1]) * 1024 : undefined;
-}
-
 /** PRETTY_NAME from /etc/os-release text; "Linux" when absent, as cadvisor. */
 export function parseOsRelease(text: string | undefined): string {
   const m = text ? /^PRETTY_NAME=(.*)$/m.exec(text) : null;
@@ -56,7 +51,7 @@ export async function readMachineInfo(rootDir: string): Promise<MachineInfo> {
   ]);
   const info: MachineInfo = {
     numCores: os.cpus().length || os.availableParallelism(),
-    memoryCapacity: (meminfo && parseMemTotal(meminfo)) || os.totalmem(),
+    memoryCapacity: (meminfo && parseMeminfo(meminfo).get('MemTotal')) || os.totalmem(),
     machineID: machineID || dbusID || '',
     systemUUID: productUUID ?? '',
     bootID: bootID ?? '',

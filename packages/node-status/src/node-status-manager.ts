@@ -3,6 +3,7 @@
 import type { V1Node, V1Taint } from '@kubernetes/client-node';
 import {
   apiErrorMessage,
+  createTwoWayMergePatch,
   isAbortError,
   isAlreadyExists,
   jitterUntil,
@@ -42,7 +43,7 @@ import {
   type NodeImage,
 } from './setters.js';
 import { parseTaints } from './taints.js';
-import { createTwoWayMergePatch, nodePatchSchema, nodeToWire, semanticEqual } from './wire.js';
+import { nodePatchSchema, nodeToWire, semanticEqual } from './wire.js';
 
 export const LABEL_HOSTNAME = 'kubernetes.io/hostname';
 export const LABEL_OS = 'kubernetes.io/os';

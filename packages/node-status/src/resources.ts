@@ -1,7 +1,7 @@
 // --kube-reserved / --system-reserved (Go: parseResourceList in cmd/kubelet/app/server.go),
 // --eviction-hard (Go: eviction.ParseThresholdConfig) and the node allocatable reservation
 // (Go: containerManagerImpl.GetNodeAllocatableReservation / hardEvictionReservation).
-import { Quantity } from './quantity.js';
+import { Quantity } from '@kubelet-ts/core';
 
 /** Resource name -> quantity, as v1.ResourceList. */
 export type ResourceList = Map<string, Quantity>;

@@ -2,7 +2,7 @@
 // place; the manager runs them in Go's order on a copy of the node it read from the API server.
 import type { V1ContainerImage, V1Node, V1NodeAddress, V1NodeCondition } from '@kubernetes/client-node';
 import type { MachineInfo } from './machine-info.js';
-import { Quantity } from './quantity.js';
+import { Quantity } from '@kubelet-ts/core';
 import {
   RESOURCE_CPU,
   RESOURCE_EPHEMERAL_STORAGE,
@@ -84,7 +84,8 @@ export function setReadyCondition(node: V1Node, inputs: ReadyInputs): void {
   if (transitioned) inputs.recordEvent?.('Normal', next.status === 'True' ? 'NodeReady' : 'NodeNotReady');
 }
 
-interface PressureText {
+/** A pressure condition's type and texts, as the node status reports it. */
+export interface PressureText {
   type: string;
   trueReason: string;
   trueMessage: string;

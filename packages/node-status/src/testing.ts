@@ -4,8 +4,8 @@ import type { KubeClient, RequestOptions } from './kube-client.js';
 import type { MachineInfo } from './machine-info.js';
 import type { NodeLease } from './node-lease.js';
 import type { NodeStatusProvider } from './node-status-manager.js';
-import { applyStrategicMergePatch, nodeFromWire, nodePatchSchema, nodeToWire } from './wire.js';
-import { isJsonObject, type Json, type JsonObject } from '@kubelet-ts/core';
+import { nodeFromWire, nodePatchSchema, nodeToWire } from './wire.js';
+import { applyStrategicMergePatch, isJsonObject, type Json, type JsonObject } from '@kubelet-ts/core';
 
 /** Machine facts for tests: 4 CPUs, 8 GiB, 100 GiB root filesystem. */
 export function fakeMachineInfo(overrides: Partial<MachineInfo> = {}): MachineInfo {

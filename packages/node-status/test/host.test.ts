@@ -6,7 +6,6 @@ import {
   classifyIP,
   goArch,
   goOS,
-  parseMemTotal,
   parseNodeIPs,
   parseOsRelease,
   parseTaint,
@@ -79,8 +78,6 @@ t.test('node IP detection order', async (t) => {
 });
 
 t.test('machine facts: parsers and the host reader', async (t) => {
-  t.equal(parseMemTotal('MemTotal:       16364424 kB\nMemFree: 1 kB\n'), 16364424 * 1024);
-  t.equal(parseMemTotal('nothing'), undefined);
   t.equal(parseOsRelease('NAME="Debian"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n'), 'Debian GNU/Linux 12 (bookworm)');
   t.equal(parseOsRelease(undefined), 'Linux');
   t.equal(goArch('x64'), 'amd64');

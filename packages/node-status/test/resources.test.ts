@@ -1,7 +1,7 @@
 import t from 'tap';
+import { Quantity } from '@kubelet-ts/core';
 import {
   DEFAULT_EVICTION_HARD,
-  Quantity,
   allocatableFrom,
   hardEvictionReservation,
   isExtendedResourceName,

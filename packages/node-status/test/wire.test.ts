@@ -1,8 +1,6 @@
 import t from 'tap';
 import type { V1Node } from '@kubernetes/client-node';
 import {
-  applyStrategicMergePatch,
-  createTwoWayMergePatch,
   leaseToWire,
   nodeFromWire,
   nodePatchSchema,
@@ -11,7 +9,7 @@ import {
   prepareNodePatches,
   semanticEqual,
 } from '../src/index.js';
-import { formatMicroTime, formatTime, type JsonObject } from '@kubelet-ts/core';
+import { applyStrategicMergePatch, formatMicroTime, formatTime, type JsonObject } from '@kubelet-ts/core';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);
@@ -116,28 +114,6 @@ t.test('changed addresses are replaced whole ($patch: replace), as Go works arou
   });
   const applied = applyStrategicMergePatch(nodeToWire(old), statusPatch!, nodePatchSchema);
   t.same((applied.status as JsonObject).addresses, nodeToWire(next).status && (nodeToWire(next).status as JsonObject).addresses);
-});
-
-t.test('two-way merge patch: removed keys become null, removed list elements $patch: delete, atomic lists whole', async (t) => {
-  const schema = { list: { mergeKey: 'name' } };
-  const patch = createTwoWayMergePatch(
-    { a: 1, gone: 'x', list: [{ name: 'p', v: 1 }, { name: 'q', v: 2 }], atomic: [1, 2], nested: { keep: 1, drop: 2 } },
-    { a: 1, list: [{ name: 'q', v: 2 }], atomic: [1, 3], nested: { keep: 1 } },
-    schema,
-  );
-  t.same(patch, {
-    '$setElementOrder/list': [{ name: 'q' }],
-    atomic: [1, 3],
-    gone: null,
-    list: [{ name: 'p', $patch: 'delete' }],
-    nested: { drop: null },
-  });
-  t.same(createTwoWayMergePatch({ a: [{ name: 'x' }] }, { a: [{ name: 'x' }] }, { a: { mergeKey: 'name' } }), {}, 'no change: empty patch');
-  t.same(
-    createTwoWayMergePatch({ a: [{ name: 'x' }, { name: 'y' }] }, { a: [{ name: 'y' }, { name: 'x' }] }, { a: { mergeKey: 'name' } }),
-    { '$setElementOrder/a': [{ name: 'y' }, { name: 'x' }] },
-    'order change only',
-  );
 });
 
 t.test('semanticEqual compares quantities by value', async (t) => {

@@ -72,8 +72,8 @@ export function generateEvents(podId: string, containerId: string, oldState: Ple
 }
 
 /**
- * A pod's containers and sandboxes (Go treats sandboxes as containers here) as a flat list
- * [id, state, id, state, ...]: what a pod record keeps of the previous listing. Compact and
+ * A pod's containers and sandboxes (Go treats sandboxes as containers here) as a flat list of
+ * `id, state, id, state, ...`, which is what a pod record keeps of the previous listing. Compact and
  * contiguous, so comparing the next listing against it touches little memory; with thousands of
  * pods the relist is bound by memory access, not by the comparisons.
  */

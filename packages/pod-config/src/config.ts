@@ -3,6 +3,7 @@ import {
   ConfigFirstSeenAnnotationKey,
   ConfigMirrorAnnotationKey,
   ConfigSourceAnnotationKey,
+  deepEqual,
   formatRFC3339Nano,
   isMirrorPod,
   KubeletEventReason,
@@ -18,7 +19,6 @@ import {
   type PodSourceName,
   type PodUpdate,
 } from '@kubelet-ts/core';
-import { deepCopy, deepEqual } from './equality.js';
 import { UpdateQueue } from './update-queue.js';
 
 /**
@@ -92,17 +92,17 @@ export function checkAndUpdatePod(existing: V1Pod, ref: V1Pod): PodChange {
   const change: PodChange = { needUpdate: false, needReconcile: false, needGracefulDelete: false };
   if (!podsDifferSemantically(existing, ref)) {
     if (!deepEqual(existing.status, ref.status)) {
-      existing.status = deepCopy(ref.status);
+      existing.status = structuredClone(ref.status);
       change.needReconcile = true;
     }
     return change;
   }
   existing.metadata ??= {};
-  existing.spec = deepCopy(ref.spec);
-  existing.metadata.labels = deepCopy(ref.metadata?.labels);
-  existing.metadata.deletionTimestamp = deepCopy(ref.metadata?.deletionTimestamp);
+  existing.spec = structuredClone(ref.spec);
+  existing.metadata.labels = structuredClone(ref.metadata?.labels);
+  existing.metadata.deletionTimestamp = structuredClone(ref.metadata?.deletionTimestamp);
   existing.metadata.deletionGracePeriodSeconds = ref.metadata?.deletionGracePeriodSeconds;
-  existing.status = deepCopy(ref.status);
+  existing.status = structuredClone(ref.status);
   // updateAnnotations: ref's annotations plus our local ones (first-seen time, source, mirror) kept.
   const annotations: Record<string, string> = { ...(ref.metadata?.annotations ?? {}) };
   for (const k of localAnnotations) {
@@ -211,11 +211,11 @@ export class PodConfig {
     const seenBefore = this.sourcesSeen.has(source);
     const r = this.mergeInto(source, update);
     const firstSet = !seenBefore && this.sourcesSeen.has(source);
-    const visible = (list: StoredPod[]): V1Pod[] => list.filter((p) => !p.shadowed).map((p) => deepCopy(p.pod));
+    const visible = (list: StoredPod[]): V1Pod[] => list.filter((p) => !p.shadowed).map((p) => structuredClone(p.pod));
     const adds = visible(r.adds);
     const updates = visible(r.updates);
     const deletes = visible(r.deletes);
-    const removes = r.removes.map((p) => deepCopy(p.pod)); // already filtered: only pods that were visible
+    const removes = r.removes.map((p) => structuredClone(p.pod)); // already filtered: only pods that were visible
     const reconciles = visible(r.reconciles);
     const out: PodUpdate[] = [];
     const emit = (op: PodOperation, pods: V1Pod[], src: PodSourceName = source): void => {
@@ -225,7 +225,7 @@ export class PodConfig {
       const m = new Map<PodSourceName, V1Pod[]>();
       for (const p of r.promoted) {
         const list = m.get(p.source) ?? [];
-        list.push(deepCopy(p.pod));
+        list.push(structuredClone(p.pod));
         m.set(p.source, list);
       }
       return m;
@@ -283,7 +283,7 @@ export class PodConfig {
           else if (change.needGracefulDelete) r.deletes.push(existing);
           continue;
         }
-        const pod = deepCopy(ref);
+        const pod = structuredClone(ref);
         pod.metadata ??= {};
         pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), [ConfigSourceAnnotationKey]: source };
         // recordFirstSeenTime
@@ -428,13 +428,13 @@ export class PodConfig {
   /** The merged state: deep copies of every visible pod, by source in the order first seen. */
   pods(): V1Pod[] {
     const out: V1Pod[] = [];
-    for (const pods of this.storage.values()) for (const p of pods.values()) if (!p.shadowed) out.push(deepCopy(p.pod));
+    for (const pods of this.storage.values()) for (const p of pods.values()) if (!p.shadowed) out.push(structuredClone(p.pod));
     return out;
   }
 
   /** The visible pods of one source (copies). */
   podsFromSource(source: PodSourceName): V1Pod[] {
-    return [...(this.storage.get(source)?.values() ?? [])].filter((p) => !p.shadowed).map((p) => deepCopy(p.pod));
+    return [...(this.storage.get(source)?.values() ?? [])].filter((p) => !p.shadowed).map((p) => structuredClone(p.pod));
   }
 
   /** True once every configured source has delivered its first state (a SET). */

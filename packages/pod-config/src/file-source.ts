@@ -2,9 +2,8 @@ import { statSync, watch as fsWatch, type FSWatcher } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Backoff, PodOperation, PodSource, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type TimerHandle } from '@kubelet-ts/core';
+import { Backoff, deepEqual, PodOperation, PodSource, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type TimerHandle } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
-import { deepEqual } from './equality.js';
 import { abortable, mapLimit } from './util.js';
 import { decodeSinglePodManifest } from './static-pod.js';
 

@@ -45,6 +45,4 @@ export {
   type FieldError,
   type FieldErrorType,
 } from './validation.js';
-export { KubeletEventReason, noopEventRecorder, type EventRecorder } from '@kubelet-ts/core';
-export { deepEqual } from './equality.js';
 export { deserializePod, serializePod } from './serializer.js';

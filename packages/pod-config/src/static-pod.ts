@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
-import { ConfigHashAnnotationKey, ConfigSourceAnnotationKey, type PodSourceName } from '@kubelet-ts/core';
+import { canonicalJson, ConfigHashAnnotationKey, ConfigSourceAnnotationKey, type PodSourceName } from '@kubelet-ts/core';
 import { parseAllDocuments } from 'yaml';
-import { canonicalJson } from './equality.js';
 import { deserializePod } from './serializer.js';
 import { formatFieldErrors, validatePod, validatePodShape, type FieldError } from './validation.js';
 

@@ -4,14 +4,11 @@ export {
   MAX_PROBE_OUTPUT_BYTES,
   DEFAULT_PROBE_USER_AGENT,
   probeUserAgent,
-  joinHostPort,
 } from './probe.js';
 export { execProbe, expandCommand, isExecTimeout, type ExecRunner, type ExecSyncOutput } from './exec.js';
 export { httpProbe, httpGetUrl, probeRequestHeaders, createProbeAgent, type HttpProbeOptions, type ProbeHeaders } from './http.js';
 export { tcpProbe, type TcpProbeOptions } from './tcp.js';
 export { grpcProbe, healthCheckService, type GrpcProbeOptions } from './grpc.js';
-export { resolveContainerPort } from './port.js';
-export { KubeletEventReason, noopEventRecorder, type EventRecorder, type EventDetails, type EventType } from '@kubelet-ts/core';
 export { ResultsManager, type ProbeResult, type ProbeResultLookup, type ResultUpdate, type ResultsManagerOptions } from './results.js';
 export {
   Prober,

@@ -14,7 +14,8 @@ export interface FakeProbeCall {
   containerId: string;
 }
 
-type FakeAnswer = 'success' | 'failure';
+/** What a fake probe answers. */
+export type FakeAnswer = 'success' | 'failure';
 
 /**
  * A ContainerProber whose answers tests set: by default every probe succeeds; `set(type, result)`

@@ -10,8 +10,8 @@ import {
   Prober,
   probeSettings,
   probeUserAgent,
-  resolveContainerPort,
 } from '../src/index.js';
+import { resolveContainerPort } from '@kubelet-ts/core';
 import { FakeExecRunner } from '../src/testing.js';
 import { makePod } from './helpers.js';
 

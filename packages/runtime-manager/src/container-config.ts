@@ -17,7 +17,7 @@ import {
   extractResourceValueByContainerName,
   isStaticPod,
   type EventRecorder,
-  parseQuantity,
+  Quantity,
   quantityMilliValue,
   quantityValue,
 } from '@kubelet-ts/core';
@@ -101,7 +101,7 @@ export function podQosClass(pod: V1Pod): 'Guaranteed' | 'Burstable' | 'BestEffor
       const request = requests[resource] ?? limits[resource];
       const limit = limits[resource];
       if (request !== undefined || limit !== undefined) anySet = true;
-      if (limit === undefined || request === undefined || parseQuantity(request) !== parseQuantity(limit)) guaranteed = false;
+      if (limit === undefined || request === undefined || !Quantity.fromJSON(request).equals(Quantity.fromJSON(limit))) guaranteed = false;
     }
   }
   if (!anySet) return 'BestEffort';

@@ -13,6 +13,7 @@
 // not default them keeps its hash once defaulted. Go >= 1.31 hashes only name and image; for API
 // pods that is equivalent, since the API server only lets the image change.
 import type { V1Container } from '@kubernetes/client-node';
+import { canonicalJson } from '@kubelet-ts/core';
 
 const HASHED_FIELDS = [
   'name',
@@ -31,20 +32,6 @@ const HASHED_FIELDS = [
   'stdinOnce',
   'tty',
 ] as const;
-
-/** JSON with sorted keys and without undefined/null members, so equal specs always hash alike. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || value === undefined) return 'null';
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
-  if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined && v !== null && typeof v !== 'function')
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
 
 /** FNV-1a, 32 bit, over the UTF-8 bytes of text. */
 export function fnv32a(text: string): number {
@@ -66,5 +53,6 @@ export function hashContainer(container: V1Container): string {
     if (value === false) continue;
     picked[field] = value;
   }
-  return fnv32a(canonicalJson(picked)).toString(16);
+  // Null members are left out too, so a field written as null hashes as one not written at all.
+  return fnv32a(canonicalJson(picked, { omitNull: true })).toString(16);
 }

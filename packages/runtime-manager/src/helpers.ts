@@ -5,8 +5,6 @@ import { findContainerStatusByName } from '@kubelet-ts/core';
 
 /** Go's minimumGracePeriodInSeconds: containers always get at least this long to stop. */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
-/** The default pod logs root (Go: podLogsRootDirectory / --pod-logs-dir). */
-export const DEFAULT_POD_LOGS_ROOT_DIRECTORY = '/var/log/pods';
 /** Go: kubecontainer.MaxContainerTerminationMessageLength. */
 export const MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH = 1024 * 4;
 /** Go: kubecontainer.MaxContainerTerminationMessageLogLength. */
@@ -83,8 +81,6 @@ export function nanosToMillis(nanos: number | undefined | null): number {
   return Math.round(Number(nanos) / 1_000_000);
 }
 
-// Quantities moved to core so the downward API (env and volumes) computes values in one place.
-export { parseQuantity, quantityMilliValue, quantityValue } from '@kubelet-ts/core';
 
 /** The key of a container's CrashLoopBackOff entry (Go: GetStableKey). */
 export function getStableKey(pod: V1Pod, container: V1Container, hash: string): string {

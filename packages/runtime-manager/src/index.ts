@@ -56,6 +56,8 @@ export {
   sysctlToDotsSeparator,
   ContainerConfigError,
   type ConfigMapAndSecretSource,
+  type EnvContext,
+  type NodeInfoForPods,
   type SandboxConfigOptions,
 } from './container-config.js';
 export {
@@ -100,11 +102,9 @@ export {
   SERVICES_NOT_SYNCED_MESSAGE,
   type ServiceSource,
 } from './service-env.js';
-export { expand, expandAll } from '@kubelet-ts/core';
-export { hashContainer, canonicalJson, fnv32a } from './hash.js';
+export { hashContainer, fnv32a } from './hash.js';
 export * from './labels.js';
 export {
-  DEFAULT_POD_LOGS_ROOT_DIRECTORY,
   MINIMUM_GRACE_PERIOD_SECONDS,
   buildPodLogsDirectory,
   buildContainerLogsDirectory,
@@ -113,7 +113,5 @@ export {
   formatPod,
   getStableKey,
   isInitContainerFailed,
-  parseQuantity,
 } from './helpers.js';
-export { KubeletEventReason, noopEventRecorder, type EventRecorder, type EventType, type EventDetails } from '@kubelet-ts/core';
 export { nodeFs, type RuntimeFs } from './fs.js';

@@ -1,21 +1,31 @@
-// Labels and annotations the kubelet puts on sandboxes and containers (Go: kuberuntime/labels.go and
-// k8s.io/kubelet/pkg/types/labels.go). The runtime only stores them; the kubelet reads them back to
-// rebuild what it needs about containers it did not create in this process (restarts, orphans).
+// Labels and annotations the kubelet puts on sandboxes and containers (Go: kuberuntime/labels.go;
+// the pod and container name labels of pkg/kubelet/types/labels.go are @kubelet-ts/core's). The
+// runtime only stores them; the kubelet reads them back to rebuild what it needs about containers it
+// did not create in this process (restarts, orphans).
 import type { V1Container, V1ContainerPort, V1LifecycleHandler, V1Pod } from '@kubernetes/client-node';
+import {
+  KUBERNETES_CONTAINER_NAME_LABEL,
+  KUBERNETES_POD_NAME_LABEL,
+  KUBERNETES_POD_NAMESPACE_LABEL,
+  KUBERNETES_POD_UID_LABEL,
+} from '@kubelet-ts/core';
 import { hashContainer } from './hash.js';
 
-export const KUBERNETES_POD_NAME_LABEL = 'io.kubernetes.pod.name';
-export const KUBERNETES_POD_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
-export const KUBERNETES_POD_UID_LABEL = 'io.kubernetes.pod.uid';
-export const KUBERNETES_CONTAINER_NAME_LABEL = 'io.kubernetes.container.name';
-
+/** Go: podDeletionGracePeriodLabel (an annotation despite the name, as in Go). */
 export const POD_DELETION_GRACE_PERIOD_LABEL = 'io.kubernetes.pod.deletionGracePeriod';
+/** Go: podTerminationGracePeriodLabel. */
 export const POD_TERMINATION_GRACE_PERIOD_LABEL = 'io.kubernetes.pod.terminationGracePeriod';
+/** Go: containerHashLabel. */
 export const CONTAINER_HASH_LABEL = 'io.kubernetes.container.hash';
+/** Go: containerRestartCountLabel. */
 export const CONTAINER_RESTART_COUNT_LABEL = 'io.kubernetes.container.restartCount';
+/** Go: containerTerminationMessagePathLabel. */
 export const CONTAINER_TERMINATION_MESSAGE_PATH_LABEL = 'io.kubernetes.container.terminationMessagePath';
+/** Go: containerTerminationMessagePolicyLabel. */
 export const CONTAINER_TERMINATION_MESSAGE_POLICY_LABEL = 'io.kubernetes.container.terminationMessagePolicy';
+/** Go: containerPreStopHandlerLabel. */
 export const CONTAINER_PRE_STOP_HANDLER_LABEL = 'io.kubernetes.container.preStopHandler';
+/** Go: containerPortsLabel. */
 export const CONTAINER_PORTS_LABEL = 'io.kubernetes.container.ports';
 
 /** Sandbox labels: the pod's labels plus its name, namespace and uid (Go: newPodLabels). */

@@ -46,13 +46,12 @@ import {
   type ConfigMapAndSecretSource,
   type NodeInfoForPods,
 } from './container-config.js';
-import { expandAll } from '@kubelet-ts/core';
+import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, expandAll, KUBERNETES_POD_UID_LABEL } from '@kubelet-ts/core';
 import { nodeFs, type RuntimeFs } from './fs.js';
 import { makeHostsMount, podHostnameAndDomain, shouldMountHostsFile } from './hosts.js';
 import type { ServiceSource } from './service-env.js';
 import { hashContainer } from './hash.js';
 import {
-  DEFAULT_POD_LOGS_ROOT_DIRECTORY,
   MAX_CONTAINER_TERMINATION_MESSAGE_LENGTH,
   MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH,
   MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LINES,
@@ -70,7 +69,6 @@ import { ImageManager } from './image-manager.js';
 import { HandlerRunner, lifecycleUserAgent } from './lifecycle.js';
 import { TerminationOrdering } from './termination-order.js';
 import {
-  KUBERNETES_POD_UID_LABEL,
   getContainerInfoFromAnnotations,
   getContainerInfoFromLabels,
   newContainerAnnotations,

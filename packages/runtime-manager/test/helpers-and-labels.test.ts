@@ -5,7 +5,6 @@ import {
   buildContainerLogsPath,
   buildPodLogsDirectory,
   containerOomScoreAdjust,
-  expand,
   formatPod,
   getContainerInfoFromAnnotations,
   getContainerInfoFromLabels,
@@ -14,10 +13,10 @@ import {
   milliCpuToQuota,
   milliCpuToShares,
   newContainerAnnotations,
-  parseQuantity,
   podQosClass,
   sysctlToDotsSeparator,
 } from '../src/index.js';
+import { expand } from '@kubelet-ts/core';
 import { makePod } from './helpers.js';
 
 t.test('log paths', async (t) => {
@@ -99,12 +98,7 @@ t.test('$(VAR) expansion', async (t) => {
   t.equal(expand('cost: $5 and $', m), 'cost: $5 and $');
 });
 
-t.test('quantities, shares, quota, QoS and OOM score', async (t) => {
-  t.equal(parseQuantity('100m'), 0.1);
-  t.equal(parseQuantity('128Mi'), 128 * 1024 * 1024);
-  t.equal(parseQuantity('1G'), 1e9);
-  t.equal(parseQuantity('1e3'), 1000);
-  t.throws(() => parseQuantity('abc'));
+t.test('shares, quota, QoS and OOM score', async (t) => {
   t.equal(milliCpuToShares(0), 2);
   t.equal(milliCpuToShares(1), 2);
   t.equal(milliCpuToShares(1000), 1024);

@@ -3,6 +3,7 @@
 // it at a fake tree in a temp dir.
 import { access, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parseMeminfo } from '@kubelet-ts/core';
 
 export type CgroupVersion = 1 | 2;
 
@@ -190,13 +191,3 @@ export class FsCgroupReader implements CgroupReader {
 }
 
 const isRoot = (cgroup: string): boolean => cgroup === '' || /^\/*$/.test(cgroup);
-
-/** /proc/meminfo into bytes by field name ("MemTotal:  16314060 kB" -> 16705597440). */
-export function parseMeminfo(text: string): Map<string, number> {
-  const values = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const match = /^(\S+):\s+(\d+)(?:\s+kB)?/.exec(line);
-    if (match) values.set(match[1], Number(match[2]) * (line.includes('kB') ? 1024 : 1));
-  }
-  return values;
-}

@@ -1,7 +1,17 @@
 // Pod and container stats from the CRI (Go: pkg/kubelet/stats/cri_stats_provider.go): ListPodSandboxStats
 // when the runtime implements it (containerd 1.6 does), ListContainerStats grouped by sandbox otherwise.
 import { join } from 'node:path';
-import { errorText, formatTime, noopLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import {
+  errorText,
+  formatTime,
+  KUBERNETES_CONTAINER_NAME_LABEL,
+  KUBERNETES_POD_NAME_LABEL,
+  KUBERNETES_POD_NAMESPACE_LABEL,
+  KUBERNETES_POD_UID_LABEL,
+  noopLogger,
+  type Clock,
+  type Logger,
+} from '@kubelet-ts/core';
 import { isUnimplemented, type RuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
 import type { ContainerStats, CPUStats, FsStats, MemoryStats, NetworkStats, PodStats, VolumeStats } from './api.js';
 import type { CpuUsageCache } from './cpu-usage-cache.js';
@@ -9,12 +19,6 @@ import { diskUsage, fsInfo, type FsInfo, type StatfsFunction } from './host.js';
 import type { PodVolumeStats } from './volumes.js';
 
 export type StatsRuntimeService = Pick<RuntimeService, 'listPodSandbox' | 'listContainers' | 'listPodSandboxStats' | 'listContainerStats'>;
-
-// The labels the kubelet puts on every container (Go: kubelet/types labels).
-const POD_NAME_LABEL = 'io.kubernetes.pod.name';
-const POD_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
-const POD_UID_LABEL = 'io.kubernetes.pod.uid';
-const CONTAINER_NAME_LABEL = 'io.kubernetes.container.name';
 
 export interface ListPodStatsOptions {
   /** Move the CPU usage cache on (Go: ListPodStatsAndUpdateCPUNanoCoreUsage). */
@@ -449,9 +453,9 @@ export function removeTerminatedContainers(containers: runtimeapi.Container[]): 
 /** The pod (by the kubelet's labels, else the sandbox) and name a container belongs to. */
 function containerRefKey(container: runtimeapi.Container): string {
   const labels = container.labels ?? {};
-  const name = labels[CONTAINER_NAME_LABEL] ?? container.metadata?.name ?? '';
-  if (labels[POD_UID_LABEL] !== undefined || labels[POD_NAME_LABEL] !== undefined) {
-    return JSON.stringify([labels[POD_NAMESPACE_LABEL] ?? '', labels[POD_NAME_LABEL] ?? '', labels[POD_UID_LABEL] ?? '', name]);
+  const name = labels[KUBERNETES_CONTAINER_NAME_LABEL] ?? container.metadata?.name ?? '';
+  if (labels[KUBERNETES_POD_UID_LABEL] !== undefined || labels[KUBERNETES_POD_NAME_LABEL] !== undefined) {
+    return JSON.stringify([labels[KUBERNETES_POD_NAMESPACE_LABEL] ?? '', labels[KUBERNETES_POD_NAME_LABEL] ?? '', labels[KUBERNETES_POD_UID_LABEL] ?? '', name]);
   }
   return JSON.stringify(['sandbox', container.podSandboxId, name]);
 }

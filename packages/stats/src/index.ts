@@ -1,7 +1,7 @@
 export * from './api.js';
 export { SummaryProvider, type SummaryProviderOptions, type SystemCgroups } from './summary-provider.js';
 export { type StatsRuntimeService, removeTerminatedContainers, removeTerminatedPods } from './cri-pod-stats.js';
-export { FsCgroupReader, CgroupFileError, parseFlatKeyedFile, parseMeminfo, type CgroupReader, type CgroupMemory, type CgroupVersion } from './cgroup.js';
+export { FsCgroupReader, CgroupFileError, parseFlatKeyedFile, type CgroupReader, type CgroupMemory, type CgroupVersion } from './cgroup.js';
 export { CpuUsageCache, CPU_USAGE_CACHE_PERIOD_MS, type CpuSample } from './cpu-usage-cache.js';
 export {
   diskUsage,

@@ -3,7 +3,7 @@
 // figures from the CRI.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorText, formatTime, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, errorText, formatTime, noopLogger, parseMeminfo, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import type { ImageService } from '@kubelet-ts/cri-client';
 import {
   SYSTEM_CONTAINER_KUBELET,
@@ -21,7 +21,7 @@ import {
   type Summary,
   type SummarySource,
 } from './api.js';
-import { CgroupFileError, FsCgroupReader, parseMeminfo, type CgroupReader } from './cgroup.js';
+import { CgroupFileError, FsCgroupReader, type CgroupReader } from './cgroup.js';
 import { CpuUsageCache } from './cpu-usage-cache.js';
 import { compact, CriPodStats, nsToMs, usageOnFilesystem, type StatsRuntimeService } from './cri-pod-stats.js';
 import { defaultStatfs, fsInfo, readBootTimeMs, readHostNetwork, readTaskLimits, type FsInfo, type HostNetwork, type StatfsFunction } from './host.js';
@@ -117,7 +117,7 @@ export class SummaryProvider implements SummarySource {
       runtimeService: opts.runtimeService,
       clock: this.clock,
       cpuUsageCache: this.cpuCache,
-      podLogsDir: opts.podLogsDir ?? '/var/log/pods',
+      podLogsDir: opts.podLogsDir ?? DEFAULT_POD_LOGS_ROOT_DIRECTORY,
       statfs: this.statfs,
       podVolumeStats: opts.podVolumeStats ?? (volumes ? (uid) => volumes.podVolumeStats(uid) : undefined),
       logger: this.logger,

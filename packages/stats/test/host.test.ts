@@ -7,7 +7,6 @@ import {
   diskUsage,
   FsCgroupReader,
   parseDefaultRouteInterface,
-  parseMeminfo,
   parseNetDev,
   readHostNetwork,
   readTaskLimits,
@@ -71,13 +70,6 @@ t.test('a missing or garbled cgroup file rejects with an error naming the file',
   writeFile(join(root, 'memory/gone/memory.usage_in_bytes'), 'garbage\n');
   await t.rejects(reader.readMemory('/gone'), { message: new RegExp(`read ${join(root, 'memory/gone/memory.usage_in_bytes')}: not a number`) });
   await t.rejects(reader.readMemory('/nope'), { name: 'CgroupFileError', code: 'ENOENT' });
-});
-
-t.test('parseMeminfo gives bytes', async (t) => {
-  const values = parseMeminfo('MemTotal:       16 kB\nMemFree:    4 kB\nHugePages_Total:       3\n');
-  t.equal(values.get('MemTotal'), 16 * 1024);
-  t.equal(values.get('MemFree'), 4 * 1024);
-  t.equal(values.get('HugePages_Total'), 3);
 });
 
 t.test('network: /proc/net/dev without lo and veth, default interface from the default route', async (t) => {

@@ -131,7 +131,8 @@ export interface CorrelatorOptions {
   aggregateIntervalMs?: number;
 }
 
-interface CorrelateResult {
+/** What the correlator makes of an event: the event to send, and whether to skip it (Go: EventCorrelateResult). */
+export interface CorrelateResult {
   event: CoreV1Event;
   /** Set for a repeat: the patch of count, lastTimestamp and message. */
   patch?: Record<string, unknown>;

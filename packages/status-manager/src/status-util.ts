@@ -10,7 +10,7 @@ import {
   PodConditionType,
 } from './generate.js';
 import { podStatusToJson } from './json.js';
-import { isRestartableInitContainer, jsonEqual } from '@kubelet-ts/core';
+import { deepEqual, isRestartableInitContainer } from '@kubelet-ts/core';
 
 /** kubecontainer.MaxPodTerminationMessageLogLength: the termination message budget shared by a pod's containers. */
 export const MaxPodTerminationMessageLogLength = 1024 * 12;
@@ -71,7 +71,7 @@ export function isPodStatusByKubeletEqual(oldStatus: V1PodStatus, status: V1PodS
   }
   const a = podStatusToJson({ ...oldStatus, conditions: status.conditions });
   const b = podStatusToJson(status);
-  return jsonEqual(a, b);
+  return deepEqual(a, b);
 }
 
 /**

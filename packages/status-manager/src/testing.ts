@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import type { CoreV1Event, V1ObjectReference, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { ApiException } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { isJsonObject, isStaticPod, podFullName, type JsonObject } from '@kubelet-ts/core';
+import { applyStrategicMergePatch, isJsonObject, isStaticPod, podFullName, type JsonObject } from '@kubelet-ts/core';
 import { RecordingEventRecorder as CoreRecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
 import type { KubeClient } from './client.js';
 import { eventfMessage, getReference, type EventObject, type EventRecorder, type EventType } from './events.js';
 import { podStatusToJson } from './json.js';
-import { applyPodStatusPatch } from './patch.js';
+import { podStatusPatchSchema } from './patch.js';
 import type { PodManagerLike, StatusManager } from './status-manager.js';
 
 const clone = <T>(v: T): T => structuredClone(v);
@@ -196,7 +196,7 @@ export class FakeKubeClient implements KubeClient {
       throw apiError(409, 'Conflict', `Operation cannot be fulfilled on pods "${param.name}": the object has been modified; please apply your changes to the latest version and try again`);
     }
     if (isJsonObject(param.body?.status)) {
-      json.status = applyPodStatusPatch(isJsonObject(json.status) ? json.status : {}, param.body.status);
+      json.status = applyStrategicMergePatch(isJsonObject(json.status) ? json.status : {}, param.body.status, podStatusPatchSchema);
       meta.resourceVersion = String(this.rv++);
     }
     return this.toPod(json);

@@ -1,13 +1,14 @@
 // The status manager's rules: transitions refused, merge with the API server's status, patches.
 import t from 'tap';
 import type { V1PodStatus } from '@kubernetes/client-node';
+import { applyStrategicMergePatch, canonicalJson } from '@kubelet-ts/core';
 import {
-  applyPodStatusPatch,
   checkContainerStateTransition,
   isPodStatusByKubeletEqual,
   mergePodStatus,
   normalizeStatus,
   podStatusToJson,
+  podStatusPatchSchema,
   preparePodStatusPatch,
 } from '../src/index.js';
 import { T0, makePod } from './helpers.js';
@@ -104,9 +105,17 @@ t.test('status patches: only what changed, keyed lists merged, atomic lists whol
       containerStatuses: after.containerStatuses,
     },
   });
-  t.same(applyPodStatusPatch(before, patch.body.status as never), after, 'applying the patch gives the new status');
+  t.same(applyStrategicMergePatch(before, patch.body.status as never, podStatusPatchSchema), after, 'applying the patch gives the new status');
+  t.equal(
+    JSON.stringify(patch.body.status),
+    '{"$setElementOrder/conditions":[{"type":"Initialized"},{"type":"Ready"}],"conditions":[{"lastTransitionTime":"2026-01-01T00:00:02Z","message":null,"reason":null,"status":"True","type":"Ready"}],' +
+      `"containerStatuses":${canonicalJson(after.containerStatuses)},"phase":"Running"}`,
+    'keys in Go\'s order, nested ones too',
+  );
   t.same(preparePodStatusPatch('uid-1', after, after), { body: { metadata: { uid: 'uid-1' } }, unchanged: true }, 'nothing changed: no status');
   const dropped = preparePodStatusPatch('u', { ...after, nominatedNodeName: 'x', conditions: [...(after.conditions as never[]), { type: 'Gone', status: 'True' }] }, after);
   t.equal((dropped.body.status as Record<string, unknown>).nominatedNodeName, null, 'removed fields are nulled');
   t.same(((dropped.body.status as Record<string, unknown>).conditions as unknown[]).at(-1), { type: 'Gone', $patch: 'delete' });
+  const reordered = preparePodStatusPatch('u', { ...after, podIPs: [{ ip: '10.0.0.1' }, { ip: 'fd00::1' }] }, { ...after, podIPs: [{ ip: 'fd00::1' }, { ip: '10.0.0.1' }] });
+  t.same(reordered, { body: { metadata: { uid: 'u' }, status: { '$setElementOrder/podIPs': [{ ip: 'fd00::1' }, { ip: '10.0.0.1' }] } }, unchanged: false }, 'podIPs merge by ip: a new order alone is sent, as Go does');
 });

@@ -12,6 +12,7 @@ export type {
   VolumePlugin,
 } from './types.js';
 export { VolumeSetupError } from './types.js';
+export { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type VolumeToMount } from './state.js';
 export {
   KubeletVolumeManager,
   OPERATION_BACKOFF_INITIAL_MS,
@@ -26,8 +27,8 @@ export {
 export { escapePluginName, podVolumeDir, podVolumeNamesInUse, podVolumesDir, uniquePodVolumeName, unescapePluginName } from './names.js';
 export { makeMounts, translateMountPropagation, type ContainerMount, type MakeMountsOptions, type MountPropagation } from './container-mounts.js';
 export { expandSubPathExpr, prepareSubPath, safeMakeDir, type PrepareSubPathOptions } from './subpath.js';
-export { SystemMounter, parseMountInfo, type SystemMounterOptions, type MountInfoEntry } from './mounter.js';
-export { setVolumeOwnership, type SetVolumeOwnershipOptions, type FSGroupChangePolicy } from './ownership.js';
+export { SystemMounter, parseMountInfo, type CommandRunner, type SystemMounterOptions, type MountInfoEntry } from './mounter.js';
+export { setVolumeOwnership, type OwnershipFs, type OwnershipStat, type SetVolumeOwnershipOptions, type FSGroupChangePolicy } from './ownership.js';
 export { AtomicWriter, validatePath, validatePayload, type AtomicWriterFs, type AtomicWriterOptions, type FileProjection } from './atomic-writer.js';
 export { ConfigMapPlugin, CONFIGMAP_PLUGIN_NAME, makeConfigMapPayload } from './plugins/configmap.js';
 export { SecretPlugin, SECRET_PLUGIN_NAME, makeSecretPayload } from './plugins/secret.js';
@@ -36,7 +37,7 @@ export { ProjectedPlugin, PROJECTED_PLUGIN_NAME, DEFAULT_TOKEN_EXPIRATION_SECOND
 export { DEFAULT_MODE, type ApiVolumePluginOptions, type ChownFunction } from './plugins/api-volume.js';
 export { defaultVolumePlugins } from './plugins/index.js';
 export { EmptyDirPlugin, EMPTY_DIR_PLUGIN_NAME, emptyDirMemorySizeBytes, type EmptyDirPluginOptions } from './plugins/empty-dir.js';
-export { HostPathPlugin, HOST_PATH_PLUGIN_NAME, checkHostPathType, type HostPathPluginOptions } from './plugins/host-path.js';
+export { HostPathPlugin, HOST_PATH_PLUGIN_NAME, checkHostPathType, type HostPathPluginOptions, type HostPathStat, type StatFn } from './plugins/host-path.js';
 export { PersistentClaimPlugin, PVC_PLUGIN_NAME, type PersistentClaimPluginOptions } from './plugins/pvc.js';
 export {
   ConfigMapManager,

@@ -6,7 +6,7 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1ConfigMap, type V1Container, type V1EphemeralContainer, type V1Pod, type V1Secret } from '@kubernetes/client-node';
 // The package's index does not re-export its ObjectSerializer (see @kubelet-ts/pod-config's serializer).
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { clientNodeWatch, noopLogger, realClock, Reflector, type Clock, type ListerWatcher, type Logger, type ReflectorTuning } from '@kubelet-ts/core';
+import { clientNodeWatch, noopLogger, realClock, Reflector, type Clock, type ListerWatcher, type Logger, type ObjectWithMeta, type ReflectorTuning } from '@kubelet-ts/core';
 import type { ConfigMapGetter, SecretGetter } from './types.js';
 
 /** The object kind, as Go's group resource names it in messages (`configmap "x" not found`). */
@@ -14,10 +14,6 @@ export type ObjectKind = 'configmap' | 'secret';
 
 /** Knobs of the per-object reflectors (client-go defaults when unset). */
 export type ObjectReflectorTuning = ReflectorTuning;
-
-interface ObjectWithMeta {
-  metadata?: { namespace?: string; name?: string; resourceVersion?: string };
-}
 
 /** What every manager takes besides how to reach its objects. */
 export interface ObjectManagerOptions {

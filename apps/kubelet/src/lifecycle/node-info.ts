@@ -3,7 +3,8 @@
 // helpers of pkg/apis/core/v1/helper). Feature gates as Go v1.20 defaults them: PodOverhead and
 // LocalStorageCapacityIsolation on.
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { Quantity, qualifiedNameErrors } from '@kubelet-ts/node-status';
+import { quantityMilliValue, quantityValue } from '@kubelet-ts/core';
+import { qualifiedNameErrors } from '@kubelet-ts/node-status';
 
 /** A v1.ResourceList as the client-node models carry it (strings; numbers from a hand-written manifest). */
 export type ResourceListLike = Record<string, string | number> | undefined;
@@ -50,10 +51,6 @@ export function isScalarResourceName(name: string): boolean {
   return isExtendedResourceName(name) || isHugePageResourceName(name) || isPrefixedNativeResource(name) || isAttachableVolumeResourceName(name);
 }
 
-function quantity(value: string | number): Quantity {
-  return Quantity.parse(String(value));
-}
-
 /** framework.Resource: cpu in millicores, the rest in units (Quantity.Value(), rounded up). */
 export class Resource {
   milliCPU = 0;
@@ -74,19 +71,19 @@ export class Resource {
     for (const [name, value] of Object.entries(list ?? {})) {
       switch (name) {
         case RESOURCE_CPU:
-          this.milliCPU += quantity(value).milliValue();
+          this.milliCPU += quantityMilliValue(value);
           break;
         case RESOURCE_MEMORY:
-          this.memory += quantity(value).value();
+          this.memory += quantityValue(value);
           break;
         case RESOURCE_PODS:
-          this.allowedPodNumber += quantity(value).value();
+          this.allowedPodNumber += quantityValue(value);
           break;
         case RESOURCE_EPHEMERAL_STORAGE:
-          this.ephemeralStorage += quantity(value).value();
+          this.ephemeralStorage += quantityValue(value);
           break;
         default:
-          if (isScalarResourceName(name)) this.scalarResources.set(name, (this.scalarResources.get(name) ?? 0) + quantity(value).value());
+          if (isScalarResourceName(name)) this.scalarResources.set(name, (this.scalarResources.get(name) ?? 0) + quantityValue(value));
       }
     }
   }
@@ -96,17 +93,17 @@ export class Resource {
     for (const [name, value] of Object.entries(list ?? {})) {
       switch (name) {
         case RESOURCE_MEMORY:
-          this.memory = Math.max(this.memory, quantity(value).value());
+          this.memory = Math.max(this.memory, quantityValue(value));
           break;
         case RESOURCE_CPU:
-          this.milliCPU = Math.max(this.milliCPU, quantity(value).milliValue());
+          this.milliCPU = Math.max(this.milliCPU, quantityMilliValue(value));
           break;
         case RESOURCE_EPHEMERAL_STORAGE:
-          this.ephemeralStorage = Math.max(this.ephemeralStorage, quantity(value).value());
+          this.ephemeralStorage = Math.max(this.ephemeralStorage, quantityValue(value));
           break;
         default:
           if (isScalarResourceName(name)) {
-            const v = quantity(value).value();
+            const v = quantityValue(value);
             if (v > (this.scalarResources.get(name) ?? 0)) this.scalarResources.set(name, v);
           }
       }

@@ -20,7 +20,7 @@ export interface RecordedCall {
  * Shared call recording and error injection, as the Go kubelet's fakes do (`Called`, `InjectError`).
  * Errors queued for a method are returned by its next calls, one each, before the method runs.
  */
-class CallRecorder {
+export class CallRecorder {
   readonly calls: RecordedCall[] = [];
   private readonly errors = new Map<string, Error[]>();
   private readonly persistentErrors = new Map<string, Error>();

@@ -2,6 +2,7 @@ export {
   FakeRuntimeService,
   FakeImageService,
   FakeBase,
+  CallRecorder,
   buildSandboxName,
   buildContainerName,
   type FakeSandbox,
