@@ -17,7 +17,7 @@ import {
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { RemoteImageService, RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
 import { CriImageFsStatsProvider, RealImageGCManager, type ImageFsStatsProvider, type RemovedImage } from '@kubelet-ts/image-gc';
-import { buildPodLogsDirectory } from '@kubelet-ts/runtime-manager';
+import { buildPodLogsDirectory } from '@kubelet-ts/core';
 import { ContainerGC } from '../src/index.js';
 import { FakePodStateProvider } from '../src/testing.js';
 

@@ -2,6 +2,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ContainerStatus, PodStatus } from '@kubelet-ts/core';
 import { findContainerStatusByName } from '@kubelet-ts/core';
+export { buildContainerLogsDirectory, buildPodLogsDirectory } from '@kubelet-ts/core';
 
 /** Go's minimumGracePeriodInSeconds: containers always get at least this long to stop. */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
@@ -12,29 +13,9 @@ export const MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH = 1024 * 2;
 /** Go: kubecontainer.MaxContainerTerminationMessageLogLines. */
 export const MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LINES = 80;
 
-/** `<root>/<namespace>_<name>_<uid>` (Go: BuildPodLogsDirectory). */
-export function buildPodLogsDirectory(podLogsRoot: string, podNamespace: string, podName: string, podUid: string): string {
-  return joinPath(podLogsRoot, `${podNamespace}_${podName}_${podUid}`);
-}
-
-/** `<root>/<namespace>_<name>_<uid>/<container>` (Go: BuildContainerLogsDirectory). */
-export function buildContainerLogsDirectory(
-  podLogsRoot: string,
-  podNamespace: string,
-  podName: string,
-  podUid: string,
-  containerName: string,
-): string {
-  return joinPath(buildPodLogsDirectory(podLogsRoot, podNamespace, podName, podUid), containerName);
-}
-
 /** The container's log path relative to the pod log directory: `<container>/<restartCount>.log`. */
 export function buildContainerLogsPath(containerName: string, restartCount: number): string {
   return `${containerName}/${restartCount}.log`;
-}
-
-function joinPath(a: string, b: string): string {
-  return a.endsWith('/') ? `${a}${b}` : `${a}/${b}`;
 }
 
 /** Go's format.Pod: `name_namespace(uid)`. */

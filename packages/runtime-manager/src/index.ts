@@ -106,8 +106,6 @@ export { hashContainer, fnv32a } from './hash.js';
 export * from './labels.js';
 export {
   MINIMUM_GRACE_PERIOD_SECONDS,
-  buildPodLogsDirectory,
-  buildContainerLogsDirectory,
   buildContainerLogsPath,
   getContainerSpec,
   formatPod,

@@ -1,9 +1,7 @@
 import t from 'tap';
 import type { V1Container } from '@kubernetes/client-node';
 import {
-  buildContainerLogsDirectory,
   buildContainerLogsPath,
-  buildPodLogsDirectory,
   containerOomScoreAdjust,
   formatPod,
   getContainerInfoFromAnnotations,
@@ -16,7 +14,7 @@ import {
   podQosClass,
   sysctlToDotsSeparator,
 } from '../src/index.js';
-import { expand } from '@kubelet-ts/core';
+import { buildContainerLogsDirectory, buildPodLogsDirectory, expand } from '@kubelet-ts/core';
 import { makePod } from './helpers.js';
 
 t.test('log paths', async (t) => {

@@ -1,7 +1,7 @@
 // Pod and container stats from the CRI (Go: pkg/kubelet/stats/cri_stats_provider.go): ListPodSandboxStats
 // when the runtime implements it (containerd 1.6 does), ListContainerStats grouped by sandbox otherwise.
-import { join } from 'node:path';
 import {
+  buildContainerLogsDirectory,
   errorText,
   formatTime,
   KUBERNETES_CONTAINER_NAME_LABEL,
@@ -254,7 +254,7 @@ export class CriPodStats {
    */
   private async containerLogStats(sandbox: runtimeapi.PodSandbox, containerName: string, memo: FsInfoMemo): Promise<FsStats | undefined> {
     const meta = sandbox.metadata;
-    const dir = join(this.podLogsDir, `${meta?.namespace ?? ''}_${meta?.name ?? ''}_${meta?.uid ?? ''}`, containerName);
+    const dir = buildContainerLogsDirectory(this.podLogsDir, meta?.namespace ?? '', meta?.name ?? '', meta?.uid ?? '', containerName);
     let usage;
     try {
       usage = await diskUsage(dir);

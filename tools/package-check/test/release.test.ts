@@ -45,6 +45,8 @@ t.test('changeset version', async (t) => {
     t.match(changelog, new RegExp(`^# ${pkg.manifest.name.replace('/', '\\/')}\\n\\n## ${after.version.replace(/\./g, '\\.')}\\n`), `${pkg.manifest.name} ${pkg.manifest.version} -> ${after.version} has a CHANGELOG entry`);
     const entry = changelog.split(/\n## /)[1] ?? '';
     t.match(entry, /### (Major|Minor|Patch) Changes\n\n- /, `${pkg.manifest.name}'s entry lists its changes`);
+    t.notMatch(entry, /^(- .+)\n\1$/m, `${pkg.manifest.name}'s entry repeats no line`);
+    t.notMatch(entry, /\b[0-9a-f]{7}: /, `${pkg.manifest.name}'s entry carries no commit hashes`);
   }
 });
 
