@@ -10,7 +10,7 @@ import type {
 } from '@kubernetes/client-node';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
 import { expand } from '@kubelet-ts/core';
-import { buildPodLogsDirectory } from './helpers.js';
+import { buildPodLogsDirectory } from '@kubelet-ts/core';
 import {
   extractContainerResourceValue,
   extractFieldPathAsString,

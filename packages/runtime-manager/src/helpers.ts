@@ -2,7 +2,6 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ContainerStatus, PodStatus } from '@kubelet-ts/core';
 import { findContainerStatusByName } from '@kubelet-ts/core';
-export { buildContainerLogsDirectory, buildPodLogsDirectory } from '@kubelet-ts/core';
 
 /** Go's minimumGracePeriodInSeconds: containers always get at least this long to stop. */
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;

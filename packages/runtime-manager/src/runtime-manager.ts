@@ -34,6 +34,7 @@ import {
   type RuntimeSandbox,
   type RuntimeStatus,
   type SyncResult,
+  buildContainerLogsDirectory,
 } from '@kubelet-ts/core';
 import { isNotFound, readCriLog, type ImageService, type RuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
 import {
@@ -56,7 +57,6 @@ import {
   MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH,
   MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LINES,
   MINIMUM_GRACE_PERIOD_SECONDS,
-  buildContainerLogsDirectory,
   buildContainerLogsPath,
   errorMessage,
   formatPod,

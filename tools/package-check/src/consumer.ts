@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -123,8 +123,4 @@ export async function writeConsumerTsconfig(dir: string, mode: keyof typeof CONS
   };
   await writeFile(join(dir, name), JSON.stringify({ compilerOptions, files }, null, 2) + '\n');
   return name;
-}
-
-export async function readText(path: string): Promise<string> {
-  return readFile(path, 'utf8');
 }

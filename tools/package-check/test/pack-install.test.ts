@@ -66,17 +66,20 @@ t.equal(tree.code, 0, 'npm ls: every dependency of every package is installed at
 const specifiersOf = (pkg: WorkspacePackage) => javascriptSubpaths(pkg.manifest.exports).map((s) => subpathSpecifier(pkg.manifest.name, s));
 const exampleFile = (name: string, i: number) => `${name.replace('@kubelet-ts/', '')}.readme-example-${i + 1}.ts`;
 
+// Every README example is written once, for tsc to check and tsx to run.
+const exampleFiles: string[] = [];
+for (const [name, examples] of examplesByPackage) {
+  for (const [i, example] of examples.entries()) {
+    await writeFile(join(project, exampleFile(name, i)), example.code);
+    exampleFiles.push(exampleFile(name, i));
+  }
+}
+
 t.test('TypeScript', async (t) => {
-  const files = ['imports.ts'];
+  const files = ['imports.ts', ...exampleFiles];
   let imports = '';
   for (const [i, spec] of packages.flatMap(specifiersOf).entries()) imports += `import * as m${i} from '${spec}';\nconsole.log(Object.keys(m${i}).length);\n`;
   await writeFile(join(project, 'imports.ts'), imports);
-  for (const [name, examples] of examplesByPackage) {
-    for (const [i, example] of examples.entries()) {
-      await writeFile(join(project, exampleFile(name, i)), example.code);
-      files.push(exampleFile(name, i));
-    }
-  }
   for (const mode of Object.keys(CONSUMER_TSCONFIGS) as (keyof typeof CONSUMER_TSCONFIGS)[]) {
     const tsconfig = await writeConsumerTsconfig(project, mode, files);
     const checked = await run(process.execPath, [tsc, '-p', tsconfig], { cwd: project });
@@ -146,7 +149,6 @@ for (const pkg of packages) {
 
     for (const [i, example] of examples.entries()) {
       const file = exampleFile(name, i);
-      await writeFile(join(project, file), example.code);
       const ran = await run(process.execPath, [tsx, file], { cwd: project, timeoutMs: 60_000 });
       t.equal(ran.code, 0, `README example at line ${example.line} runs from the installed tarballs`, {
         stdout: ran.stdout.slice(-2000),
