@@ -23,3 +23,6 @@ export * from './labels.js';
 export * from './pod-logs.js';
 export * from './meminfo.js';
 export * from './strategic-merge-patch.js';
+export * from './eviction-thresholds.js';
+export * from './critical-pod.js';
+export * from './qos.js';

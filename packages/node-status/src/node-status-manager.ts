@@ -13,6 +13,8 @@ import {
   type Json,
   type JsonObject,
   type Logger,
+  parseThresholdConfig,
+  type EvictionThreshold,
 } from '@kubelet-ts/core';
 import type { ImageService, RuntimeService } from '@kubelet-ts/cri-client';
 import { hostInterfaceAddresses, lookupHostWithTimeout, parseNodeIPs, resolveNodeIPs } from './addresses.js';
@@ -20,9 +22,8 @@ import { toKubeClient, type KubeClient, type KubeClientSource } from './kube-cli
 import { cachedMachineInfo, defaultHostname, goArch, goOS, type MachineInfo, type MachineInfoProvider } from './machine-info.js';
 import {
   nodeAllocatableReservation,
-  parseEvictionHard,
+  parseLangleSeparatedMapStringString,
   parseResourceList,
-  type EvictionThreshold,
   type ResourceList,
 } from './resources.js';
 import {
@@ -144,7 +145,7 @@ export interface NodeStatusManagerOptions {
   /** --kube-reserved / --system-reserved ("cpu=100m,memory=100Mi" or parsed). */
   kubeReserved?: string | Record<string, string> | ResourceList;
   systemReserved?: string | Record<string, string> | ResourceList;
-  /** --eviction-hard; undefined: Go's defaults. */
+  /** --eviction-hard ("memory.available<100Mi,..." or the map form, parsed by core's parseThresholdConfig, or its thresholds); undefined: Go's defaults. */
   evictionHard?: string | Record<string, string> | EvictionThreshold[];
   /** --node-status-update-frequency (default 10 s). */
   nodeStatusUpdateFrequencyMs?: number;
@@ -241,7 +242,8 @@ export class NodeStatusManager implements NodeStatusProvider {
     this.registerWithTaints = typeof opts.registerWithTaints === 'string' ? parseTaints(opts.registerWithTaints) : (opts.registerWithTaints ?? []);
     this.kubeReserved = toReserved(opts.kubeReserved);
     this.systemReserved = toReserved(opts.systemReserved);
-    this.evictionHard = Array.isArray(opts.evictionHard) ? opts.evictionHard : parseEvictionHard(opts.evictionHard);
+    const hard = opts.evictionHard;
+    this.evictionHard = Array.isArray(hard) ? hard : parseThresholdConfig([], typeof hard === 'string' ? parseLangleSeparatedMapStringString(hard) : hard);
     const mi = opts.machineInfo;
     this.machineInfo = typeof mi === 'function' ? mi : mi ? async () => mi : cachedMachineInfo(opts.rootDir ?? '/var/lib/kubelet');
     this.lastNodeUnschedulable = !(opts.registerSchedulable ?? true);

@@ -1,7 +1,7 @@
-// --kube-reserved / --system-reserved (Go: parseResourceList in cmd/kubelet/app/server.go),
-// --eviction-hard (Go: eviction.ParseThresholdConfig) and the node allocatable reservation
+// --kube-reserved / --system-reserved (Go: parseResourceList in cmd/kubelet/app/server.go) and the
+// node allocatable reservation (the thresholds come from @kubelet-ts/core's parseThresholdConfig)
 // (Go: containerManagerImpl.GetNodeAllocatableReservation / hardEvictionReservation).
-import { Quantity } from '@kubelet-ts/core';
+import { getThresholdQuantity, Quantity, type EvictionThreshold } from '@kubelet-ts/core';
 
 /** Resource name -> quantity, as v1.ResourceList. */
 export type ResourceList = Map<string, Quantity>;
@@ -63,99 +63,13 @@ export function parseResourceList(input: string | Record<string, string> | Map<s
   return rl;
 }
 
-/** The eviction signals Go knows (evictionapi.Signal*). */
-export const EVICTION_SIGNALS = [
-  'memory.available',
-  'allocatableMemory.available',
-  'nodefs.available',
-  'nodefs.inodesFree',
-  'imagefs.available',
-  'imagefs.inodesFree',
-  'containerfs.available',
-  'containerfs.inodesFree',
-  'pid.available',
-] as const;
-export type EvictionSignal = (typeof EVICTION_SIGNALS)[number];
-
-/** evictionapi.Threshold (hard thresholds only: no grace period or minimum reclaim). */
-export interface EvictionThreshold {
-  signal: EvictionSignal;
-  /** Every signal Go knows uses LessThan. */
-  operator: 'LessThan';
-  /** Exactly one of quantity and percentage (0 < percentage <= 1, float32 as in Go). */
-  quantity?: Quantity;
-  percentage?: number;
-}
-
-/** The kubelet's Linux default for --eviction-hard (DefaultEvictionHard). */
-export const DEFAULT_EVICTION_HARD: Readonly<Record<string, string>> = Object.freeze({
-  'memory.available': '100Mi',
-  'nodefs.available': '10%',
-  'nodefs.inodesFree': '5%',
-  'imagefs.available': '15%',
-});
-
-/** Go's float32(strconv.ParseFloat(s, 32)) / 100, kept at float32 precision. */
-function parsePercentage(text: string): number {
-  const body = text.replace(/%+$/, '');
-  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(body)) {
-    throw new Error(`strconv.ParseFloat: parsing ${JSON.stringify(body)}: invalid syntax`);
-  }
-  return Math.fround(Math.fround(Number(body)) / 100);
-}
-
-/**
- * Parses `--eviction-hard` ("memory.available<100Mi,nodefs.available<10%,...", or the
- * KubeletConfiguration map form). Undefined gives Go's defaults; an empty string or map gives no
- * thresholds. "0%" and "100%" thresholds are ignored, as in Go.
- */
-export function parseEvictionHard(input?: string | Record<string, string> | Map<string, string>): EvictionThreshold[] {
-  const statements =
-    input === undefined
-      ? new Map(Object.entries(DEFAULT_EVICTION_HARD))
-      : typeof input === 'string'
-        ? parseLangleSeparatedMapStringString(input)
-        : input instanceof Map
-          ? input
-          : new Map(Object.entries(input));
-  const out: EvictionThreshold[] = [];
-  for (const [signal, val] of statements) {
-    const t = parseThresholdStatement(signal, val);
-    if (t) out.push(t);
-  }
-  return out;
-}
-
-/** Go's parseThresholdStatement: a threshold, or undefined when it is to be ignored. */
-export function parseThresholdStatement(signal: string, val: string): EvictionThreshold | undefined {
-  if (!(EVICTION_SIGNALS as readonly string[]).includes(signal)) throw new Error(`unsupported eviction signal ${signal}`);
-  const sig = signal as EvictionSignal;
-  if (val.endsWith('%')) {
-    if (val === '0%' || val === '100%') return undefined;
-    const percentage = parsePercentage(val);
-    if (percentage < 0) throw new Error(`eviction percentage threshold ${signal} must be >= 0%: ${val}`);
-    if (percentage > 1) throw new Error(`eviction percentage threshold ${signal} must be <= 100%: ${val}`);
-    return { signal: sig, operator: 'LessThan', percentage };
-  }
-  const quantity = Quantity.parse(val);
-  if (quantity.sign() <= 0) throw new Error(`eviction threshold ${signal} must be positive: ${quantity.toString()}`);
-  return { signal: sig, operator: 'LessThan', quantity };
-}
-
-/** evictionapi.GetThresholdQuantity: the quantity, or percentage * capacity (BinarySI, truncated). */
-export function thresholdQuantity(t: EvictionThreshold, capacity: Quantity | undefined): Quantity {
-  if (t.quantity) return t.quantity;
-  const cap = capacity?.value() ?? 0;
-  return Quantity.fromValue(Math.trunc(cap * (t.percentage ?? 0)), 'BinarySI');
-}
-
 /** hardEvictionReservation: memory.available and nodefs.available thresholds reserve memory and ephemeral-storage. */
 export function hardEvictionReservation(thresholds: readonly EvictionThreshold[], capacity: ResourceList): ResourceList {
   const out: ResourceList = new Map();
   for (const t of thresholds) {
     if (t.operator !== 'LessThan') continue;
-    if (t.signal === 'memory.available') out.set(RESOURCE_MEMORY, thresholdQuantity(t, capacity.get(RESOURCE_MEMORY)));
-    else if (t.signal === 'nodefs.available') out.set(RESOURCE_EPHEMERAL_STORAGE, thresholdQuantity(t, capacity.get(RESOURCE_EPHEMERAL_STORAGE)));
+    if (t.signal === 'memory.available') out.set(RESOURCE_MEMORY, getThresholdQuantity(t, capacity.get(RESOURCE_MEMORY)));
+    else if (t.signal === 'nodefs.available') out.set(RESOURCE_EPHEMERAL_STORAGE, getThresholdQuantity(t, capacity.get(RESOURCE_EPHEMERAL_STORAGE)));
   }
   return out;
 }

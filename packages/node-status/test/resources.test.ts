@@ -1,15 +1,17 @@
 import t from 'tap';
-import { Quantity } from '@kubelet-ts/core';
+import { parseThresholdConfig, Quantity } from '@kubelet-ts/core';
 import {
-  DEFAULT_EVICTION_HARD,
   allocatableFrom,
   hardEvictionReservation,
   isExtendedResourceName,
   nodeAllocatableReservation,
-  parseEvictionHard,
+  parseLangleSeparatedMapStringString,
   parseResourceList,
   type ResourceList,
 } from '../src/index.js';
+
+/** --eviction-hard as the node status manager parses it: the flag form through core's parseThresholdConfig. */
+const parseEvictionHard = (flag?: string) => parseThresholdConfig([], flag === undefined ? undefined : parseLangleSeparatedMapStringString(flag));
 
 const text = (rl: ResourceList): Record<string, string> => Object.fromEntries([...rl].map(([k, v]) => [k, v.toString()]));
 
@@ -36,10 +38,9 @@ t.test('parseResourceList: errors name the bad token', async (t) => {
   t.throws(() => parseResourceList('cpu'), { message: 'malformed pair, expect string=string: "cpu"' });
 });
 
-t.test('parseEvictionHard: Go defaults when unset, none when empty', async (t) => {
-  const defaults = parseEvictionHard();
+t.test('--eviction-hard flag form: Go defaults when unset, none when empty, 0% and 100% ignored, malformed pairs', async (t) => {
   t.same(
-    defaults.map((d) => [d.signal, d.quantity?.toString() ?? `${d.percentage}`]),
+    parseEvictionHard().map((d) => [d.signal, d.quantity?.toString() ?? `${d.percentage}`]),
     [
       ['memory.available', '100Mi'],
       ['nodefs.available', String(Math.fround(0.1))],
@@ -47,9 +48,7 @@ t.test('parseEvictionHard: Go defaults when unset, none when empty', async (t) =
       ['imagefs.available', String(Math.fround(0.15))],
     ],
   );
-  t.same(Object.keys(DEFAULT_EVICTION_HARD), ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available']);
   t.same(parseEvictionHard(''), []);
-  t.same(parseEvictionHard({}), []);
   const custom = parseEvictionHard('memory.available<1Gi,nodefs.available<0%,imagefs.available<100%,pid.available<5%');
   t.same(
     custom.map((c) => c.signal),
@@ -57,17 +56,8 @@ t.test('parseEvictionHard: Go defaults when unset, none when empty', async (t) =
     '0% and 100% are ignored',
   );
   t.equal(custom[0].operator, 'LessThan');
-});
-
-t.test('parseEvictionHard: errors', async (t) => {
-  t.throws(() => parseEvictionHard('memory.free<1Gi'), { message: 'unsupported eviction signal memory.free' });
   t.throws(() => parseEvictionHard('memory.available=1Gi'), { message: 'malformed pair, expect string<string: "memory.available=1Gi"' });
-  t.throws(() => parseEvictionHard('nodefs.available<150%'), { message: 'eviction percentage threshold nodefs.available must be <= 100%: 150%' });
-  t.throws(() => parseEvictionHard('nodefs.available<-5%'), { message: 'eviction percentage threshold nodefs.available must be >= 0%: -5%' });
-  t.throws(() => parseEvictionHard('nodefs.available<x%'), { message: 'strconv.ParseFloat: parsing "x": invalid syntax' });
-  t.throws(() => parseEvictionHard('memory.available<0'), { message: 'eviction threshold memory.available must be positive: 0' });
-  t.throws(() => parseEvictionHard('memory.available<-1Mi'), { message: 'eviction threshold memory.available must be positive: -1Mi' });
-  t.throws(() => parseEvictionHard('memory.available<1Q'), { message: /quantities must match/ });
+  t.throws(() => parseEvictionHard('memory.free<1Gi'), { message: 'unsupported eviction signal memory.free' });
 });
 
 t.test('allocatable = capacity - system reserved - kube reserved - hard eviction, never negative', async (t) => {

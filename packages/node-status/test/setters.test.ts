@@ -1,12 +1,12 @@
 import t from 'tap';
 import type { V1Node } from '@kubernetes/client-node';
+import { parseThresholdConfig } from '@kubelet-ts/core';
 import {
   DISK_PRESSURE,
   MEMORY_PRESSURE,
   PID_PRESSURE,
   aggregateMessage,
   nodeAllocatableReservation,
-  parseEvictionHard,
   parseResourceList,
   setAddresses,
   setDaemonEndpoints,
@@ -99,7 +99,7 @@ t.test('pressure conditions: new ones appended, heartbeat always, transition onl
 });
 
 const reservation = (capacity: Parameters<typeof nodeAllocatableReservation>[0]) =>
-  nodeAllocatableReservation(capacity, { kubeReserved: parseResourceList('cpu=100m'), systemReserved: parseResourceList('memory=1Gi'), evictionHard: parseEvictionHard() });
+  nodeAllocatableReservation(capacity, { kubeReserved: parseResourceList('cpu=100m'), systemReserved: parseResourceList('memory=1Gi'), evictionHard: parseThresholdConfig([]) });
 
 t.test('MachineInfo: capacity, allocatable, ids, pods per core, reboot event, extended resources kept', async (t) => {
   const node: V1Node = { status: { capacity: { 'example.com/dongle': '2' }, allocatable: { 'example.com/dongle': '1', 'example.com/gone': '3' } } };

@@ -17,7 +17,10 @@ import {
   extractResourceValueByContainerName,
   isStaticPod,
   type EventRecorder,
-  Quantity,
+  CPU_QUOTA_PERIOD_US,
+  getPodQOS,
+  milliCpuToQuota,
+  milliCpuToShares,
   quantityMilliValue,
   quantityValue,
 } from '@kubelet-ts/core';
@@ -48,12 +51,6 @@ export class ContainerConfigError extends Error {
   override name = 'ContainerConfigError';
 }
 
-const MIN_SHARES = 2;
-const MAX_SHARES = 262144;
-const SHARES_PER_CPU = 1024;
-const MILLI_CPU_TO_CPU = 1000;
-const QUOTA_PERIOD = 100_000;
-const MIN_QUOTA_PERIOD = 1000;
 const GUARANTEED_OOM_SCORE_ADJ = -997;
 const BESTEFFORT_OOM_SCORE_ADJ = 1000;
 
@@ -73,45 +70,14 @@ const defaultMaskedPaths = [
 ];
 const defaultReadonlyPaths = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
 
-/** Go: milliCPUToShares. */
-export function milliCpuToShares(milliCpu: number): number {
-  if (milliCpu === 0) return MIN_SHARES;
-  const shares = Math.floor((milliCpu * SHARES_PER_CPU) / MILLI_CPU_TO_CPU);
-  return Math.min(Math.max(shares, MIN_SHARES), MAX_SHARES);
-}
-
-/** Go: milliCPUToQuota. */
-export function milliCpuToQuota(milliCpu: number, period: number): number {
-  if (milliCpu === 0) return 0;
-  return Math.max(Math.floor((milliCpu * period) / MILLI_CPU_TO_CPU), MIN_QUOTA_PERIOD);
-}
-
 function allContainers(pod: V1Pod): V1Container[] {
   return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
-}
-
-/** The pod's QoS class (Go: v1qos.GetPodQOS, for cpu and memory). */
-export function podQosClass(pod: V1Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
-  let anySet = false;
-  let guaranteed = true;
-  for (const c of allContainers(pod)) {
-    const requests = c.resources?.requests ?? {};
-    const limits = c.resources?.limits ?? {};
-    for (const resource of ['cpu', 'memory']) {
-      const request = requests[resource] ?? limits[resource];
-      const limit = limits[resource];
-      if (request !== undefined || limit !== undefined) anySet = true;
-      if (limit === undefined || request === undefined || !Quantity.fromJSON(request).equals(Quantity.fromJSON(limit))) guaranteed = false;
-    }
-  }
-  if (!anySet) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
 }
 
 /** Go: GetContainerOOMScoreAdjust. */
 export function containerOomScoreAdjust(pod: V1Pod, container: V1Container, memoryCapacity: number): number {
   if (pod.spec?.priorityClassName === 'system-node-critical') return GUARANTEED_OOM_SCORE_ADJ;
-  const qos = podQosClass(pod);
+  const qos = getPodQOS(pod);
   if (qos === 'Guaranteed') return GUARANTEED_OOM_SCORE_ADJ;
   if (qos === 'BestEffort') return BESTEFFORT_OOM_SCORE_ADJ;
   const memoryRequest = quantityValue(container.resources?.requests?.['memory']);
@@ -131,8 +97,8 @@ export function linuxContainerResources(pod: V1Pod, container: V1Container, node
   const cpuShares = cpuRequestMilli === 0 && cpuLimitMilli !== 0 ? milliCpuToShares(cpuLimitMilli) : milliCpuToShares(cpuRequestMilli);
   return {
     cpuShares,
-    cpuPeriod: QUOTA_PERIOD,
-    cpuQuota: milliCpuToQuota(cpuLimitMilli, QUOTA_PERIOD),
+    cpuPeriod: CPU_QUOTA_PERIOD_US,
+    cpuQuota: milliCpuToQuota(cpuLimitMilli, CPU_QUOTA_PERIOD_US),
     memoryLimitInBytes: memoryLimit,
     oomScoreAdj: containerOomScoreAdjust(pod, container, node.memoryCapacityBytes),
   };

@@ -8,13 +8,10 @@ import {
   getContainerInfoFromLabels,
   getContainerSpec,
   hashContainer,
-  milliCpuToQuota,
-  milliCpuToShares,
   newContainerAnnotations,
-  podQosClass,
   sysctlToDotsSeparator,
 } from '../src/index.js';
-import { buildContainerLogsDirectory, buildPodLogsDirectory, expand } from '@kubelet-ts/core';
+import { buildContainerLogsDirectory, buildPodLogsDirectory, expand, getPodQOS, milliCpuToQuota, milliCpuToShares } from '@kubelet-ts/core';
 import { makePod } from './helpers.js';
 
 t.test('log paths', async (t) => {
@@ -106,13 +103,13 @@ t.test('shares, quota, QoS and OOM score', async (t) => {
   t.equal(milliCpuToQuota(1, 100_000), 1000);
 
   const bestEffort = makePod();
-  t.equal(podQosClass(bestEffort), 'BestEffort');
+  t.equal(getPodQOS(bestEffort), 'BestEffort');
   t.equal(containerOomScoreAdjust(bestEffort, bestEffort.spec!.containers[0], 8e9), 1000);
   const guaranteed = makePod({ containers: [{ name: 'app', resources: { limits: { cpu: '1', memory: '1Gi' } } }] });
-  t.equal(podQosClass(guaranteed), 'Guaranteed');
+  t.equal(getPodQOS(guaranteed), 'Guaranteed');
   t.equal(containerOomScoreAdjust(guaranteed, guaranteed.spec!.containers[0], 8e9), -997);
   const burstable = makePod({ containers: [{ name: 'app', resources: { requests: { memory: '2G' } } }] });
-  t.equal(podQosClass(burstable), 'Burstable');
+  t.equal(getPodQOS(burstable), 'Burstable');
   t.equal(containerOomScoreAdjust(burstable, burstable.spec!.containers[0], 8e9), 750);
 });
 

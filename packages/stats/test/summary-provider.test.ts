@@ -384,3 +384,17 @@ t.test('works with cri-client FakeRuntimeService and FakeImageService', async (t
   t.same(summary.pods.map((p) => [p.podRef, p.containers.map((c) => c.name)]), [[{ name: 'web', namespace: 'ns', uid: 'u1' }, ['app']]]);
   t.equal(summary.node.runtime?.imageFs?.capacityBytes, FS.capacityBytes);
 });
+
+t.test('what eviction reads from get(true) on cgroup v2: node memory.available = MemTotal - (usage - inactive_file), the pods cgroup, rlimit', async (t) => {
+  const env = setup(t, { cgroupVersion: 2, provider: { systemCgroups: { pods: '/kubepods' } } });
+  writeCgroupV2(env.cgroupRoot, '/kubepods', { cpuUsageNanos: 1e9, usageBytes: 2 * GiB, inactiveFileBytes: 512 * MiB, limitBytes: 6 * GiB });
+  const node = (await env.provider.get(true)).node;
+  t.same(node.memory && [node.memory.availableBytes, node.memory.workingSetBytes], [8 * GiB - 2 * GiB, 2 * GiB], 'root: 3GiB used - 1GiB inactive file');
+  const pods = node.systemContainers?.find((c) => c.name === 'pods');
+  t.same(pods?.memory && [pods.memory.availableBytes, pods.memory.workingSetBytes], [6 * GiB - 1.5 * GiB, 1.5 * GiB], 'pods: its limit - (usage - inactive_file)');
+  t.same(node.rlimit, { time: iso(T0), maxpid: 63336, curproc: 345 }, 'pid.available = maxpid - curproc');
+
+  writeCgroupV2(env.cgroupRoot, '/kubepods', { cpuUsageNanos: 1e9, usageBytes: 2 * GiB, inactiveFileBytes: 512 * MiB });
+  const unlimited = (await env.provider.get(true)).node.systemContainers?.find((c) => c.name === 'pods');
+  t.same(unlimited?.memory && [unlimited.memory.availableBytes, unlimited.memory.workingSetBytes], [undefined, 1.5 * GiB], 'no limit: no availableBytes, as cAdvisor');
+});
