@@ -1,0 +1,436 @@
+// Go: pkg/kubelet/cm/cgroup_manager_linux.go (cgroupManagerImpl) for the cgroupfs driver, with the file
+// writes of libcontainer's fs (v1) and fs2 (v2) cgroup managers that it delegates to.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { CPU_MAX_SHARES, CPU_MIN_SHARES, isNotExist, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { nodeCgroupFs } from './cgroup-fs.js';
+import { cgroupfsName, formatCgroupName } from './cgroup-names.js';
+import type { CgroupDriver, CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
+
+export const DEFAULT_CGROUP_MOUNT_ROOT = '/sys/fs/cgroup';
+
+/** The error for --cgroup-driver=systemd, which this package does not implement. */
+export const SYSTEMD_DRIVER_UNSUPPORTED = 'systemd cgroup driver is not supported yet (use --cgroup-driver=cgroupfs)';
+
+/** The v1 hierarchies libcontainer creates a cgroup in (name=systemd is mounted as `systemd`). */
+export const V1_SUBSYSTEMS = [
+  'cpuset',
+  'devices',
+  'memory',
+  'cpu',
+  'cpuacct',
+  'pids',
+  'blkio',
+  'hugetlb',
+  'net_cls',
+  'net_prio',
+  'perf_event',
+  'freezer',
+  'rdma',
+  'systemd',
+] as const;
+
+// Go: the whitelisted controllers Exists checks on v1 (hugetlb with the HugePages gate, on by default).
+const V1_EXISTS_SUBSYSTEMS = ['cpu', 'cpuacct', 'cpuset', 'memory', 'systemd', 'pids', 'hugetlb'];
+// Go: getSupportedSubsystems: memory, cpu and pids must be mounted; hugetlb is optional.
+const V1_REQUIRED_SUBSYSTEMS = ['memory', 'cpu', 'pids'];
+// Go: getSupportedUnifiedControllers (before intersecting with the root's controllers).
+const V2_SUPPORTED_CONTROLLERS = ['cpu', 'cpuset', 'memory', 'hugetlb', 'pids'];
+// Files of a cgroup directory that are never child cgroups.
+const CONTROL_FILE = /^(cgroup|cpu|cpuacct|cpuset|memory|pids|hugetlb|blkio|io|devices|freezer|net_cls|net_prio|perf_event|rdma|misc)\.|^(tasks|notify_on_release|release_agent)$/;
+
+/** libcontainer's cgroup v1 -> v2 conversion of cpu.shares to cpu.weight: 1 + ((shares-2)*9999)/262142, 10000 from 262144 on. */
+export function cpuSharesToWeight(shares: number): number {
+  if (shares >= CPU_MAX_SHARES) return 10000;
+  const clamped = Math.max(shares, CPU_MIN_SHARES);
+  return 1 + Math.floor(((clamped - 2) * 9999) / 262142);
+}
+
+/** The cgroup version of a mount root: v2 when `<mountRoot>/cgroup.controllers` exists (the unified hierarchy). */
+export async function detectCgroupVersion(fs: CgroupFs = nodeCgroupFs, mountRoot = DEFAULT_CGROUP_MOUNT_ROOT): Promise<CgroupVersion> {
+  return (await fs.exists(join(mountRoot, 'cgroup.controllers'))) ? 'v2' : 'v1';
+}
+
+export interface CgroupfsManagerOptions {
+  version: CgroupVersion;
+  /** Where the hierarchies are mounted. Default /sys/fs/cgroup. */
+  mountRoot?: string;
+  fs?: CgroupFs;
+  logger?: Logger;
+  /** Paces the retries of destroy (libcontainer RemovePaths: 5 tries, 10 ms doubling). */
+  clock?: Clock;
+}
+
+export interface CreateCgroupManagerOptions {
+  driver: CgroupDriver;
+  /** Default /sys/fs/cgroup. */
+  mountRoot?: string;
+  /** Default: detected (v2 when <mountRoot>/cgroup.controllers exists). */
+  version?: CgroupVersion;
+  fs?: CgroupFs;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+/** Go: NewCgroupManager. Throws for the systemd driver. */
+export async function createCgroupManager(opts: CreateCgroupManagerOptions): Promise<CgroupManager> {
+  if (opts.driver === 'systemd') throw new Error(SYSTEMD_DRIVER_UNSUPPORTED);
+  if (opts.driver !== 'cgroupfs') throw new Error(`invalid cgroup driver ${JSON.stringify(opts.driver)}, valid drivers are "cgroupfs" and "systemd"`);
+  const fs = opts.fs ?? nodeCgroupFs;
+  const mountRoot = opts.mountRoot ?? DEFAULT_CGROUP_MOUNT_ROOT;
+  const version = opts.version ?? (await detectCgroupVersion(fs, mountRoot));
+  return new CgroupfsManager({ ...opts, version, fs, mountRoot });
+}
+
+/** createCgroupManager for the real filesystem without awaiting: the version is detected synchronously. */
+export function createCgroupManagerSync(opts: { driver: CgroupDriver; mountRoot?: string; logger?: Logger; clock?: Clock }): CgroupManager {
+  if (opts.driver === 'systemd') throw new Error(SYSTEMD_DRIVER_UNSUPPORTED);
+  const mountRoot = opts.mountRoot ?? DEFAULT_CGROUP_MOUNT_ROOT;
+  const version: CgroupVersion = existsSync(join(mountRoot, 'cgroup.controllers')) ? 'v2' : 'v1';
+  return new CgroupfsManager({ ...opts, version, mountRoot });
+}
+
+/** The cgroup's directory below a hierarchy's mount (the mount itself for the root). */
+function cgroupDir(mount: string, name: CgroupName): string {
+  return name.length === 0 ? mount : join(mount, ...name);
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function hasCode(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+}
+
+/** The cgroupfs driver's CgroupManager for cgroup v1 and v2. */
+export class CgroupfsManager implements CgroupManager {
+  readonly version: CgroupVersion;
+  readonly mountRoot: string;
+  private readonly fs: CgroupFs;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private mounts?: Promise<Map<string, string>>;
+
+  constructor(opts: CgroupfsManagerOptions) {
+    this.version = opts.version;
+    this.mountRoot = opts.mountRoot ?? DEFAULT_CGROUP_MOUNT_ROOT;
+    this.fs = opts.fs ?? nodeCgroupFs;
+    this.logger = opts.logger ?? noopLogger;
+    this.clock = opts.clock ?? realClock;
+  }
+
+  name(name: CgroupName): string {
+    return cgroupfsName(name);
+  }
+
+  /** v1: subsystem -> the directory its hierarchy is mounted on (a co-mounted `cpu,cpuacct` serves both). */
+  subsystemMounts(): Promise<Map<string, string>> {
+    this.mounts ??= this.discoverMounts().catch((err: unknown) => {
+      this.mounts = undefined;
+      throw err;
+    });
+    return this.mounts;
+  }
+
+  private async discoverMounts(): Promise<Map<string, string>> {
+    const entries = await this.fs.readdir(this.mountRoot);
+    const mounts = new Map<string, string>();
+    for (const subsystem of V1_SUBSYSTEMS) {
+      const entry = entries.includes(subsystem) ? subsystem : entries.find((e) => e.split(',').includes(subsystem));
+      if (entry !== undefined) mounts.set(subsystem, join(this.mountRoot, entry));
+    }
+    return mounts;
+  }
+
+  /** Go: buildCgroupPaths (v1): the cgroup's directory in every mounted hierarchy. */
+  async paths(name: CgroupName): Promise<Map<string, string>> {
+    if (this.version === 'v2') return new Map([['', this.unifiedPath(name)]]);
+    const result = new Map<string, string>();
+    for (const [subsystem, mount] of await this.subsystemMounts()) result.set(subsystem, cgroupDir(mount, name));
+    return result;
+  }
+
+  private unifiedPath(name: CgroupName): string {
+    return cgroupDir(this.mountRoot, name);
+  }
+
+  async exists(name: CgroupName): Promise<boolean> {
+    if (this.version === 'v2') {
+      const needed = await this.supportedUnifiedControllers();
+      let enabled: string[];
+      try {
+        enabled = (await this.fs.readFile(join(this.unifiedPath(name), 'cgroup.controllers'))).split(/\s+/);
+      } catch {
+        return false;
+      }
+      const missing = needed.filter((c) => !enabled.includes(c));
+      if (missing.length > 0) this.logger.v(4).info('The Cgroup has some missing controllers', { cgroupName: formatCgroupName(name), missing });
+      return missing.length === 0;
+    }
+    const missing: string[] = [];
+    for (const [subsystem, path] of await this.paths(name)) {
+      if (V1_EXISTS_SUBSYSTEMS.includes(subsystem) && !(await this.fs.exists(path))) missing.push(subsystem);
+    }
+    if (missing.length > 0) this.logger.v(4).info('The Cgroup has some missing paths', { cgroupName: formatCgroupName(name), missing });
+    return missing.length === 0;
+  }
+
+  async create(name: CgroupName, resources: ResourceConfig = {}): Promise<void> {
+    if (this.version === 'v2') {
+      await this.createUnified(name);
+    } else {
+      for (const [subsystem, mount] of await this.subsystemMounts()) await this.mkdirAll(mount, name, subsystem === 'cpuset');
+    }
+    // Go: Create calls Update after Apply and only logs its failure ("it's needed to ensure cpu quota is set properly").
+    try {
+      await this.update(name, resources);
+    } catch (err) {
+      this.logger.error('cgroup update failed', err, { cgroupName: formatCgroupName(name) });
+    }
+  }
+
+  /** mkdir -p below a hierarchy's mount; in cpuset, an empty cpuset.cpus/cpuset.mems is copied from the parent on the way down (libcontainer ensureParent). */
+  private async mkdirAll(mount: string, name: CgroupName, cpuset: boolean): Promise<void> {
+    let current = mount;
+    for (const part of name) {
+      const parent = current;
+      current = join(current, part);
+      try {
+        await this.fs.mkdir(current);
+      } catch (err) {
+        if (!hasCode(err, 'EEXIST')) throw err;
+      }
+      if (cpuset) await this.copyCpusetIfEmpty(parent, current);
+    }
+  }
+
+  private async copyCpusetIfEmpty(parent: string, current: string): Promise<void> {
+    for (const file of ['cpuset.cpus', 'cpuset.mems']) {
+      const own = (await this.fs.readFile(join(current, file))).trim();
+      if (own !== '') continue;
+      const inherited = (await this.fs.readFile(join(parent, file))).trim();
+      if (inherited !== '') await this.write(current, file, inherited);
+    }
+  }
+
+  /** runc fs2 CreateCgroupPath: a failed create removes the directories it made. */
+  private async createUnified(name: CgroupName): Promise<void> {
+    const created: string[] = [];
+    try {
+      await this.ensureUnifiedPath(name, created);
+    } catch (err) {
+      for (const dir of created.reverse()) await this.fs.rmdir(dir).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * runc CreateCgroupPath / Go propagateControllers: from the root down, each level is made (when missing) and,
+   * unless it is the cgroup itself, gets the supported controllers in its cgroup.subtree_control.
+   */
+  private async ensureUnifiedPath(name: CgroupName, created: string[] = []): Promise<void> {
+    const controllers = await this.supportedUnifiedControllers();
+    let current = this.mountRoot;
+    for (let i = 0; i <= name.length; i++) {
+      if (i > 0) {
+        current = join(current, name[i - 1]);
+        try {
+          await this.fs.mkdir(current);
+          created.push(current);
+        } catch (err) {
+          if (!hasCode(err, 'EEXIST')) throw new Error(`failed to create cgroup ${JSON.stringify(cgroupfsName(name))} : ${errorMessage(err)}`, { cause: err });
+        }
+      }
+      if (i < name.length) await this.enableControllers(current, controllers);
+    }
+  }
+
+  private async supportedUnifiedControllers(): Promise<string[]> {
+    let available: string[];
+    try {
+      available = (await this.fs.readFile(join(this.mountRoot, 'cgroup.controllers'))).split(/\s+/);
+    } catch (err) {
+      throw new Error(`failed to read controllers from ${JSON.stringify(this.mountRoot)} : ${errorMessage(err)}`, { cause: err });
+    }
+    return V2_SUPPORTED_CONTROLLERS.filter((c) => available.includes(c));
+  }
+
+  /** `+cpu +memory ...` in a cgroup's cgroup.subtree_control; one at a time when all at once fails (runc). */
+  private async enableControllers(dir: string, controllers: string[]): Promise<void> {
+    if (controllers.length === 0) return;
+    const file = join(dir, 'cgroup.subtree_control');
+    try {
+      await this.fs.writeFile(file, controllers.map((c) => `+${c}`).join(' '));
+    } catch {
+      for (const controller of controllers) {
+        try {
+          await this.fs.writeFile(file, `+${controller}`);
+        } catch (err) {
+          throw new Error(`failed to enable controllers on ${JSON.stringify(dir)}: ${errorMessage(err)}`, { cause: err });
+        }
+      }
+    }
+  }
+
+  private async write(dir: string, file: string, data: string): Promise<void> {
+    const path = join(dir, file);
+    try {
+      await this.fs.writeFile(path, data);
+    } catch (err) {
+      throw Object.assign(new Error(`failed to write ${JSON.stringify(data)} to ${JSON.stringify(path)}: ${errorMessage(err)}`, { cause: err }), {
+        code: (err as { code?: unknown }).code,
+      });
+    }
+  }
+
+  async update(name: CgroupName, resources: ResourceConfig): Promise<void> {
+    if (this.version === 'v2') {
+      try {
+        await this.ensureUnifiedPath(name);
+        await this.setUnified(this.unifiedPath(name), resources);
+      } catch (err) {
+        throw new Error(`failed to set resources for cgroup ${formatCgroupName(name)}: ${errorMessage(err)}`, { cause: err });
+      }
+      return;
+    }
+    const paths = await this.paths(name);
+    for (const subsystem of [...V1_REQUIRED_SUBSYSTEMS, 'hugetlb']) {
+      const path = paths.get(subsystem);
+      if (path === undefined) {
+        if (V1_REQUIRED_SUBSYSTEMS.includes(subsystem)) throw new Error(`failed to find subsystem mount for required subsystem: ${subsystem}`);
+        continue;
+      }
+      try {
+        await this.setV1(subsystem, path, resources);
+      } catch (err) {
+        throw new Error(`failed to set config for supported subsystems : ${errorMessage(err)}`, { cause: err });
+      }
+    }
+  }
+
+  /** libcontainer fs: MemoryGroup.Set, CpuGroup.Set, PidsGroup.Set. */
+  private async setV1(subsystem: string, path: string, r: ResourceConfig): Promise<void> {
+    if (subsystem === 'memory' && r.memoryLimitBytes) {
+      await this.write(path, 'memory.limit_in_bytes', String(r.memoryLimitBytes));
+    } else if (subsystem === 'cpu') {
+      if (r.cpuShares) {
+        await this.write(path, 'cpu.shares', String(r.cpuShares));
+        const read = Number.parseInt((await this.fs.readFile(join(path, 'cpu.shares'))).trim(), 10);
+        if (r.cpuShares > read) throw new Error(`the maximum allowed cpu-shares is ${read}`);
+        if (r.cpuShares < read) throw new Error(`the minimum allowed cpu-shares is ${read}`);
+      }
+      if (r.cpuPeriod) await this.write(path, 'cpu.cfs_period_us', String(r.cpuPeriod));
+      if (r.cpuQuota) await this.write(path, 'cpu.cfs_quota_us', String(r.cpuQuota));
+    } else if (subsystem === 'pids' && r.pidsLimit) {
+      await this.write(path, 'pids.max', r.pidsLimit > 0 ? String(r.pidsLimit) : 'max');
+    }
+  }
+
+  /** libcontainer fs2: setCpu (cpu.weight, cpu.max), setMemory (memory.max), setPids (pids.max). */
+  private async setUnified(path: string, r: ResourceConfig): Promise<void> {
+    if (r.cpuShares) await this.write(path, 'cpu.weight', String(cpuSharesToWeight(r.cpuShares)));
+    if (r.cpuQuota || r.cpuPeriod) {
+      let max = r.cpuQuota !== undefined && r.cpuQuota > 0 ? String(r.cpuQuota) : 'max';
+      if (r.cpuPeriod) max += ` ${r.cpuPeriod}`;
+      await this.write(path, 'cpu.max', max);
+    }
+    if (r.memoryLimitBytes) await this.write(path, 'memory.max', r.memoryLimitBytes === -1 ? 'max' : String(r.memoryLimitBytes));
+    if (r.pidsLimit) await this.write(path, 'pids.max', r.pidsLimit > 0 ? String(r.pidsLimit) : 'max');
+  }
+
+  /** The names of the child cgroups of a cgroup, in any hierarchy (Go scans every mount in GetAllPodsFromCgroups). */
+  async listChildren(name: CgroupName): Promise<string[]> {
+    const children = new Set<string>();
+    for (const path of (await this.paths(name)).values()) {
+      for (const child of await this.cgroupChildren(path)) children.add(child);
+    }
+    return [...children].sort();
+  }
+
+  private async cgroupChildren(path: string): Promise<string[]> {
+    let entries: string[];
+    try {
+      entries = await this.fs.readdir(path);
+    } catch (err) {
+      if (isNotExist(err)) return [];
+      throw new Error(`failed to read the cgroup directory ${path} : ${errorMessage(err)}`, { cause: err });
+    }
+    const children: string[] = [];
+    for (const entry of entries) {
+      if (!CONTROL_FILE.test(entry) && (await this.fs.exists(join(path, entry, 'cgroup.procs')))) children.push(entry);
+    }
+    return children;
+  }
+
+  /** Children first, then the cgroup itself; a cgroup already gone counts as removed. */
+  private async removeAll(path: string): Promise<void> {
+    for (const child of await this.cgroupChildren(path)) await this.removeAll(join(path, child));
+    try {
+      await this.fs.rmdir(path);
+    } catch (err) {
+      if (!isNotExist(err)) throw err;
+    }
+  }
+
+  /** libcontainer RemovePaths: up to 5 passes over the paths, 10 ms then doubling between them. */
+  async destroy(name: CgroupName): Promise<void> {
+    const remaining = await this.paths(name);
+    let delay = 10;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 5 && remaining.size > 0; attempt++) {
+      if (attempt > 0) {
+        await this.clock.sleep(delay);
+        delay *= 2;
+      }
+      for (const [subsystem, path] of [...remaining]) {
+        try {
+          await this.removeAll(path);
+          remaining.delete(subsystem);
+        } catch (err) {
+          lastError = err;
+        }
+      }
+    }
+    if (remaining.size === 0) return;
+    const detail =
+      this.version === 'v2'
+        ? errorMessage(lastError)
+        : `Failed to remove paths: map[${[...remaining].sort(([a], [b]) => a.localeCompare(b)).map(([s, p]) => `${s}:${p}`).join(' ')}]`;
+    throw new Error(`unable to destroy cgroup paths for cgroup ${formatCgroupName(name)} : ${detail}`, { cause: lastError });
+  }
+
+  /** Go: Pids: every process in the cgroup or below it, in any hierarchy, sorted. */
+  async pids(name: CgroupName): Promise<number[]> {
+    const pids = new Set<number>();
+    const visit = async (path: string): Promise<void> => {
+      let procs: string;
+      try {
+        procs = await this.fs.readFile(join(path, 'cgroup.procs'));
+      } catch (err) {
+        this.logger.v(4).info('cgroup manager encountered error getting procs for cgroup path', { path, err: errorMessage(err) });
+        return;
+      }
+      for (const line of procs.split('\n')) if (line.trim() !== '') pids.add(Number.parseInt(line, 10));
+      for (const child of await this.cgroupChildren(path).catch(() => [])) await visit(join(path, child));
+    };
+    for (const path of new Set((await this.paths(name)).values())) await visit(path);
+    return [...pids].sort((a, b) => a - b);
+  }
+
+  /** Go: MemoryUsage: memory.current (v2) or memory.usage_in_bytes (v1). */
+  async memoryUsageBytes(name: CgroupName): Promise<number> {
+    let path: string;
+    if (this.version === 'v2') {
+      path = join(this.unifiedPath(name), 'memory.current');
+    } else {
+      const mount = (await this.subsystemMounts()).get('memory');
+      if (mount === undefined) throw new Error('no cgroup v1 mountpoint for memory controller found');
+      path = join(cgroupDir(mount, name), 'memory.usage_in_bytes');
+    }
+    const text = (await this.fs.readFile(path)).trim();
+    const value = Number(text);
+    if (!Number.isFinite(value)) throw new Error(`unable to parse ${JSON.stringify(text)} as a uint from Cgroup file ${JSON.stringify(path)}`);
+    return value;
+  }
+}

@@ -1,0 +1,42 @@
+export type { CgroupDriver, CgroupFs, CgroupManager, CgroupName, CgroupVersion, QOSContainersInfo, ResourceConfig } from './types.js';
+export { nodeCgroupFs } from './cgroup-fs.js';
+export { cgroupfsName, formatCgroupName, newCgroupName, parseCgroupfsToCgroupName } from './cgroup-names.js';
+export {
+  CgroupfsManager,
+  cpuSharesToWeight,
+  createCgroupManager,
+  createCgroupManagerSync,
+  DEFAULT_CGROUP_MOUNT_ROOT,
+  detectCgroupVersion,
+  SYSTEMD_DRIVER_UNSUPPORTED,
+  V1_SUBSYSTEMS,
+  type CgroupfsManagerOptions,
+  type CreateCgroupManagerOptions,
+} from './cgroup-manager.js';
+export { podRequestsAndLimits, resourceConfigForPod, type ResourceConfigForPodOptions } from './resources.js';
+export {
+  cleanupOrphanedPodCgroups,
+  killProcessWithSigkill,
+  NoopPodContainerManager,
+  POD_CGROUP_NAME_PREFIX,
+  PodContainerManager,
+  podCgroupNameSuffix,
+  type KillProcess,
+  type PodCgroupManager,
+  type PodContainerManagerOptions,
+} from './pod-container-manager.js';
+export {
+  ContainerManager,
+  DEFAULT_NODE_ALLOCATABLE_CGROUP_NAME,
+  NODE_ALLOCATABLE_ENFORCEMENT,
+  NODE_ALLOCATABLE_RETRY_INTERVAL_MS,
+  QOS_CGROUP_UPDATE_INTERVAL_MS,
+  validateContainerManagerOptions,
+  type AppliedCgroup,
+  type ContainerManagerError,
+  type ContainerManagerOptions,
+  type ContainerManagerStatus,
+  type NodeCapacity,
+} from './container-manager.js';
+/** Go's CPU conversions and QoS class, from @kubelet-ts/core. */
+export { CPU_MAX_SHARES, CPU_MIN_SHARES, CPU_QUOTA_PERIOD_US, getPodQOS, milliCpuToQuota, milliCpuToShares, type PodQOSClass } from '@kubelet-ts/core';

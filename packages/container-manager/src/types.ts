@@ -1,0 +1,63 @@
+// The shapes of Go's pkg/kubelet/cm/types.go: cgroup names, resource configs and the cgroup manager.
+
+/** Go: the --cgroup-driver values. Only cgroupfs is implemented. */
+export type CgroupDriver = 'cgroupfs' | 'systemd';
+
+/** Legacy per-controller hierarchies (v1) or the unified hierarchy (v2). */
+export type CgroupVersion = 'v1' | 'v2';
+
+/** Go's CgroupName: path components, e.g. ['kubepods', 'burstable', 'pod<uid>']; [] is the root. */
+export type CgroupName = readonly string[];
+
+/**
+ * Go's ResourceConfig: what a cgroup is limited to. An absent field is left as it is; `cpuQuota` -1
+ * and `memoryLimitBytes` -1 mean unlimited, `pidsLimit` <= 0 means `max`.
+ */
+export interface ResourceConfig {
+  memoryLimitBytes?: number;
+  cpuShares?: number;
+  /** CFS quota in µs per period; -1 for none. */
+  cpuQuota?: number;
+  /** CFS period in µs. */
+  cpuPeriod?: number;
+  pidsLimit?: number;
+}
+
+/**
+ * The filesystem seam over /sys/fs/cgroup. The real one is node:fs/promises (`nodeCgroupFs`);
+ * `./testing` has FakeCgroupFs. Errors carry Node's `code` (ENOENT, EEXIST, EBUSY, EACCES).
+ */
+export interface CgroupFs {
+  readFile(path: string): Promise<string>;
+  writeFile(path: string, data: string): Promise<void>;
+  /** One directory (not recursive); rejects with EEXIST when it exists. */
+  mkdir(path: string): Promise<void>;
+  rmdir(path: string): Promise<void>;
+  readdir(path: string): Promise<string[]>;
+  exists(path: string): Promise<boolean>;
+}
+
+/** Go: cm.CgroupManager, for the cgroupfs driver. */
+export interface CgroupManager {
+  readonly version: CgroupVersion;
+  /** The literal cgroupfs name the runtime gets as cgroupParent, e.g. "/kubepods/burstable/pod<uid>". */
+  name(name: CgroupName): string;
+  exists(name: CgroupName): Promise<boolean>;
+  /** Creates the cgroup (and its missing ancestors) and applies `resources`. */
+  create(name: CgroupName, resources?: ResourceConfig): Promise<void>;
+  update(name: CgroupName, resources: ResourceConfig): Promise<void>;
+  /** Removes the cgroup and every cgroup below it. */
+  destroy(name: CgroupName): Promise<void>;
+  /** The processes in the cgroup and its descendants, sorted. */
+  pids(name: CgroupName): Promise<number[]>;
+  memoryUsageBytes(name: CgroupName): Promise<number>;
+  /** The names of the cgroup's child cgroups (in any v1 hierarchy), sorted; [] when it does not exist. */
+  listChildren(name: CgroupName): Promise<string[]>;
+}
+
+/** Go: cm.QOSContainersInfo: the parents of the pod cgroups per QoS class. */
+export interface QOSContainersInfo {
+  guaranteed: CgroupName;
+  burstable: CgroupName;
+  bestEffort: CgroupName;
+}

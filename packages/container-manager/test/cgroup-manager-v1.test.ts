@@ -1,0 +1,174 @@
+import t from 'tap';
+import { FakeClock } from '@kubelet-ts/core/testing';
+import { CgroupfsManager, createCgroupManager, detectCgroupVersion, SYSTEMD_DRIVER_UNSUPPORTED } from '../src/index.js';
+import { FakeCgroupFs } from '../src/testing.js';
+import { CG } from './helpers.js';
+
+function setup(subsystems?: string[]) {
+  const fs = new FakeCgroupFs({ version: 'v1', subsystems, cpus: '0-7', mems: '0-1' });
+  const clock = new FakeClock();
+  const cm = new CgroupfsManager({ version: 'v1', fs, clock });
+  return { fs, clock, cm };
+}
+
+t.test('createCgroupManager: detects the version, rejects the systemd driver', async (t) => {
+  const v1 = new FakeCgroupFs({ version: 'v1' });
+  const v2 = new FakeCgroupFs({ version: 'v2' });
+  t.equal(await detectCgroupVersion(v1), 'v1');
+  t.equal(await detectCgroupVersion(v2), 'v2');
+  t.equal((await createCgroupManager({ driver: 'cgroupfs', fs: v1 })).version, 'v1');
+  t.equal((await createCgroupManager({ driver: 'cgroupfs', fs: v2 })).version, 'v2');
+  t.equal((await createCgroupManager({ driver: 'cgroupfs', fs: v2, version: 'v1' })).version, 'v1', 'explicit version wins');
+  await t.rejects(createCgroupManager({ driver: 'systemd', fs: v1 }), { message: SYSTEMD_DRIVER_UNSUPPORTED });
+  t.equal(SYSTEMD_DRIVER_UNSUPPORTED, 'systemd cgroup driver is not supported yet (use --cgroup-driver=cgroupfs)');
+});
+
+t.test('name is the cgroupfs literal', async (t) => {
+  const { cm } = setup();
+  t.equal(cm.name(['kubepods', 'burstable', 'pod123']), '/kubepods/burstable/pod123');
+  t.equal(cm.name([]), '/');
+});
+
+t.test('create makes the directory in every mounted hierarchy and writes the limits per subsystem', async (t) => {
+  const { fs, cm } = setup();
+  t.equal(await cm.exists(['kubepods']), false);
+  await cm.create(['kubepods', 'burstable'], { cpuShares: 512, cpuQuota: 50_000, cpuPeriod: 100_000, memoryLimitBytes: 1 << 30, pidsLimit: 100 });
+  for (const subsystem of ['cpu', 'cpuacct', 'cpuset', 'memory', 'pids', 'hugetlb', 'blkio', 'devices', 'freezer', 'systemd']) {
+    t.ok(fs.isDir(`${CG}/${subsystem}/kubepods/burstable`), `${subsystem} has the cgroup`);
+  }
+  t.ok(await cm.exists(['kubepods', 'burstable']));
+  t.ok(await cm.exists(['kubepods']), 'parents are created too');
+  t.same(
+    fs.writesTo(/\/(cpu|memory|pids)\//).map((w) => `${w.path.slice(CG.length)}=${w.data}`),
+    [
+      '/memory/kubepods/burstable/memory.limit_in_bytes=1073741824',
+      '/cpu/kubepods/burstable/cpu.shares=512',
+      '/cpu/kubepods/burstable/cpu.cfs_period_us=100000',
+      '/cpu/kubepods/burstable/cpu.cfs_quota_us=50000',
+      '/pids/kubepods/burstable/pids.max=100',
+    ],
+  );
+  t.equal(fs.read(`${CG}/memory/kubepods/burstable/memory.limit_in_bytes`), '1073741824');
+  t.equal(fs.read(`${CG}/memory/kubepods/memory.limit_in_bytes`), '9223372036854771712', 'the parent keeps its limits');
+});
+
+t.test('cpuset: an empty cpuset.cpus/cpuset.mems is copied from the parent, as libcontainer does', async (t) => {
+  const { fs, cm } = setup();
+  await cm.create(['kubepods', 'besteffort'], { cpuShares: 2 });
+  t.equal(fs.read(`${CG}/cpuset/kubepods/cpuset.cpus`), '0-7');
+  t.equal(fs.read(`${CG}/cpuset/kubepods/cpuset.mems`), '0-1');
+  t.equal(fs.read(`${CG}/cpuset/kubepods/besteffort/cpuset.cpus`), '0-7');
+  fs.setFile(`${CG}/cpuset/kubepods/cpuset.cpus`, '2-3');
+  await cm.create(['kubepods', 'burstable']);
+  t.equal(fs.read(`${CG}/cpuset/kubepods/burstable/cpuset.cpus`), '2-3', 'copied from its own parent');
+  t.equal(fs.read(`${CG}/cpuset/kubepods/cpuset.cpus`), '2-3', 'a set value is not overwritten');
+});
+
+t.test('unlimited values: quota -1, memory -1, pids max; absent fields are not written', async (t) => {
+  const { fs, cm } = setup();
+  await cm.create(['a']);
+  t.same(fs.writesTo(/\/(cpu|memory|pids)\//), [], 'create without resources writes no limits');
+  await cm.update(['a'], { cpuQuota: -1, cpuPeriod: 100_000, memoryLimitBytes: -1, pidsLimit: -1 });
+  t.equal(fs.read(`${CG}/cpu/a/cpu.cfs_quota_us`), '-1');
+  t.equal(fs.read(`${CG}/memory/a/memory.limit_in_bytes`), '-1');
+  t.equal(fs.read(`${CG}/pids/a/pids.max`), 'max');
+});
+
+t.test('cpu.shares is read back like libcontainer', async (t) => {
+  const { cm } = setup();
+  await cm.create(['a']);
+  await t.rejects(cm.update(['a'], { cpuShares: 300_000 }), {
+    message: 'failed to set config for supported subsystems : the maximum allowed cpu-shares is 262144',
+  });
+  await t.rejects(cm.update(['a'], { cpuShares: 1 }), { message: 'failed to set config for supported subsystems : the minimum allowed cpu-shares is 2' });
+});
+
+t.test('update errors: a write failure, a missing required subsystem; create only logs a failing update', async (t) => {
+  const { fs, cm } = setup();
+  await cm.create(['a']);
+  fs.injectError('writeFile', `${CG}/memory/a/memory.limit_in_bytes`, 'EBUSY');
+  await t.rejects(cm.update(['a'], { memoryLimitBytes: 10 }), {
+    message: `failed to set config for supported subsystems : failed to write "10" to "${CG}/memory/a/memory.limit_in_bytes": EBUSY: resource busy or locked, open '${CG}/memory/a/memory.limit_in_bytes'`,
+  });
+  await cm.create(['a'], { memoryLimitBytes: 10 }); // Go: Create logs "cgroup update failed" and succeeds
+  t.ok(await cm.exists(['a']));
+
+  const noPids = setup(['cpu', 'cpuacct', 'cpuset', 'memory']);
+  await noPids.cm.create(['b']);
+  await t.rejects(noPids.cm.update(['b'], { cpuShares: 2 }), { message: 'failed to find subsystem mount for required subsystem: pids' });
+});
+
+t.test('exists needs the cgroup in every whitelisted hierarchy that is mounted', async (t) => {
+  const { fs, cm } = setup();
+  await cm.create(['kubepods']);
+  t.ok(await cm.exists(['kubepods']));
+  t.ok(await cm.exists([]), 'the root exists');
+  await fs.rmdir(`${CG}/pids/kubepods`);
+  t.notOk(await cm.exists(['kubepods']), 'missing in pids');
+  fs.mkdirp(`${CG}/pids/kubepods`);
+  await fs.rmdir(`${CG}/blkio/kubepods`);
+  t.ok(await cm.exists(['kubepods']), 'blkio is not checked (Go whitelists cpu, cpuacct, cpuset, memory, systemd, pids, hugetlb)');
+});
+
+t.test('destroy removes children first in every hierarchy', async (t) => {
+  const { fs, cm } = setup();
+  await cm.create(['kubepods', 'burstable', 'pod1', 'container-a']);
+  await cm.create(['kubepods', 'burstable', 'pod2']);
+  await cm.destroy(['kubepods', 'burstable', 'pod1']);
+  t.same(fs.dirsUnder(`${CG}/cpu/kubepods/burstable`), [`${CG}/cpu/kubepods/burstable/pod2`]);
+  t.same(fs.dirsUnder(`${CG}/memory/kubepods/burstable`), [`${CG}/memory/kubepods/burstable/pod2`]);
+  t.notOk(await cm.exists(['kubepods', 'burstable', 'pod1']));
+  await cm.destroy(['kubepods', 'burstable', 'pod1']); // already gone: fine
+});
+
+t.test('destroy retries an EBUSY rmdir like RemovePaths (10 ms, doubling) and reports what is left', async (t) => {
+  const { fs, clock, cm } = setup();
+  await cm.create(['pod1']);
+  fs.injectError('rmdir', `${CG}/memory/pod1`, 'EBUSY', 2);
+  const done = cm.destroy(['pod1']);
+  await clock.advance(10 + 20);
+  await done;
+  t.notOk(fs.isDir(`${CG}/memory/pod1`), 'removed on the third pass');
+
+  await cm.create(['pod2']);
+  fs.injectError('rmdir', /\/(memory|pids)\/pod2$/, 'EBUSY');
+  const failing = cm.destroy(['pod2']);
+  const result = t.rejects(failing, {
+    message: `unable to destroy cgroup paths for cgroup [pod2] : Failed to remove paths: map[memory:${CG}/memory/pod2 pids:${CG}/pids/pod2]`,
+  });
+  await clock.advance(10 + 20 + 40 + 80);
+  await result;
+  t.notOk(fs.isDir(`${CG}/cpu/pod2`), 'the other hierarchies were cleaned up');
+});
+
+t.test('pids are collected recursively from every hierarchy, sorted and unique', async (t) => {
+  const { fs, cm } = setup();
+  await cm.create(['kubepods', 'pod1', 'c1']);
+  fs.addProcess(`${CG}/cpu/kubepods/pod1`, 30);
+  fs.addProcess(`${CG}/cpu/kubepods/pod1/c1`, 12);
+  fs.addProcess(`${CG}/memory/kubepods/pod1/c1`, 12);
+  fs.addProcess(`${CG}/memory/kubepods/pod1/c1`, 7);
+  t.same(await cm.pids(['kubepods', 'pod1']), [7, 12, 30]);
+  t.same(await cm.pids(['nope']), []);
+});
+
+t.test('memoryUsageBytes reads memory.usage_in_bytes; listChildren finds child cgroups in any hierarchy', async (t) => {
+  const { fs, cm } = setup();
+  await cm.create(['kubepods', 'burstable']);
+  fs.setFile(`${CG}/memory/kubepods/memory.usage_in_bytes`, '4096');
+  t.equal(await cm.memoryUsageBytes(['kubepods']), 4096);
+  fs.mkdirp(`${CG}/cpu/kubepods/podonlyincpu`);
+  t.same(await cm.listChildren(['kubepods']), ['burstable', 'podonlyincpu']);
+  t.same(await cm.listChildren(['missing']), []);
+  const noMemory = setup(['cpu', 'pids']);
+  await t.rejects(noMemory.cm.memoryUsageBytes(['x']), { message: 'no cgroup v1 mountpoint for memory controller found' });
+});
+
+t.test('a co-mounted cpu,cpuacct hierarchy serves both subsystems', async (t) => {
+  const { fs, cm } = setup(['cpu,cpuacct', 'cpuset', 'memory', 'pids']);
+  await cm.create(['kubepods'], { cpuShares: 1024 });
+  t.equal(fs.read(`${CG}/cpu,cpuacct/kubepods/cpu.shares`), '1024');
+  t.ok(await cm.exists(['kubepods']));
+  await cm.destroy(['kubepods']);
+  t.notOk(fs.isDir(`${CG}/cpu,cpuacct/kubepods`));
+});
