@@ -1,0 +1,36 @@
+export {
+  DEFAULT_EVICTION_MONITORING_INTERVAL_MS,
+  DEFAULT_PRESSURE_TRANSITION_PERIOD_MS,
+  EvictionManager,
+  POD_CLEANUP_POLL_MS,
+  POD_CLEANUP_TIMEOUT_MS,
+  TAINT_NODE_MEMORY_PRESSURE,
+  type EvictionAdmitResult,
+  type EvictionManagerOptions,
+} from './eviction-manager.js';
+export {
+  SIGNAL_TO_NODE_CONDITION,
+  SIGNAL_TO_RESOURCE,
+  makeSignalObservations,
+  thresholdsMet,
+  type ObservationCapacity,
+  type PressureCondition,
+  type ReclaimResource,
+  type SignalObservation,
+  type SignalObservations,
+  type StatsFunc,
+} from './signals.js';
+export {
+  EVICTION_REASON,
+  OFFENDING_CONTAINERS_KEY,
+  OFFENDING_CONTAINERS_USAGE_KEY,
+  STARVED_RESOURCE_KEY,
+  buildSignalToRankFunc,
+  evictionMessage,
+  podRequest,
+  rankMemoryPressure,
+  rankPIDPressure,
+  rankDiskPressureFunc,
+  type FsStatsType,
+  type RankFunc,
+} from './ranking.js';
