@@ -151,6 +151,9 @@ interface KubeletRun {
 }
 
 /** Starts a kubelet on the runtime, writes N manifests, measures, then removes them and stops. */
+/** Simulated pods have no processes for a cgroup to hold: the simulated runs leave pod cgroups out. */
+const NO_CGROUPS = ['--cgroups-per-qos=false'];
+
 async function kubeletStart(endpoint: string, count: number, image: string, dir: string, prefix: string, steadyStateMs: number, extraFlags: string[] = []): Promise<KubeletRun> {
   const manifests = join(dir, `${prefix}-manifests`);
   mkdirSync(manifests, { recursive: true });
@@ -237,14 +240,14 @@ try {
   console.log('Pod start overhead: kubelet (manifest written -> containers started) / bare CRI calls it makes for the same pods, same run');
   // One warm-up round each, then alternating rounds; medians damp the noise of a shared 2-core machine.
   await bareStart(sim.endpoint, pods, IMAGE, join(dir, 'bare-logs'), 'warm');
-  await kubeletStart(sim.endpoint, pods, IMAGE, dir, 'warm', 0);
+  await kubeletStart(sim.endpoint, pods, IMAGE, dir, 'warm', 0, NO_CGROUPS);
   const bareRuns: number[] = [];
   const kubeletRuns: KubeletRun[] = [];
   const eventedRuns: KubeletRun[] = [];
   for (let round = 0; round < rounds; round++) {
     bareRuns.push(await bareStart(sim.endpoint, pods, IMAGE, join(dir, 'bare-logs'), `bare${round}`));
-    kubeletRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `ovh${round}`, 0));
-    eventedRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `evt${round}`, 0, ['--feature-gates=EventedPLEG=true']));
+    kubeletRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `ovh${round}`, 0, NO_CGROUPS));
+    eventedRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `evt${round}`, 0, [...NO_CGROUPS, '--feature-gates=EventedPLEG=true']));
   }
   const bareMs = percentile(bareRuns, 50);
   for (const [label, runs] of [['generic PLEG', kubeletRuns], ['evented PLEG', eventedRuns]] as const) {
@@ -255,7 +258,7 @@ try {
 
   console.log('Density on the simulated runtime (runtime in its own process):');
   for (const count of values.density.split(',').map(Number)) {
-    const run = await kubeletStart(sim.endpoint, count, IMAGE, dir, `d${count}`, 10_000);
+    const run = await kubeletStart(sim.endpoint, count, IMAGE, dir, `d${count}`, 10_000, NO_CGROUPS);
     console.log(
       `  ${String(count).padStart(5)} pods: start p50 ${fmt(percentile(run.perPod, 50))} p99 ${fmt(percentile(run.perPod, 99))}, all started ${fmt(run.allStartedMs)}, all reported Running ${fmt(run.allReportedMs)}, ` +
         `PLEG relist ${run.relistMs === undefined ? 'n/a' : fmt(run.relistMs)}, kubelet RSS ${run.rssMiB.toFixed(0)} MiB, steady-state CPU ${run.cpuPercent.toFixed(1)}% of one core`,
@@ -278,7 +281,7 @@ if (containerd && Number(values['containerd-pods']) > 0) {
   const kubelet: number[] = [];
   for (let round = 0; round < 3; round++) {
     bare.push(await bareStart(containerd.endpoint, count, containerd.busyboxImage, join(scratch, 'bare-logs'), `bare${round}`));
-    kubelet.push((await kubeletStart(containerd.endpoint, count, containerd.busyboxImage, scratch, `ctd${round}`, 0)).allStartedMs);
+    kubelet.push((await kubeletStart(containerd.endpoint, count, containerd.busyboxImage, scratch, `ctd${round}`, 0, [`--cgroup-root=/kts-bench-ctd${round}`])).allStartedMs);
   }
   const k = percentile(kubelet, 50);
   const b = percentile(bare, 50);

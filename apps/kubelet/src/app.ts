@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import type { DependencyContainer } from 'tsyringe';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { nodeReference, type Clock, type Logger } from '@kubelet-ts/core';
@@ -19,6 +19,21 @@ import { runOnce, type RunPodResult } from './run-once.js';
 import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/status-manager';
 import type { NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
 import { KUBELET_VERSION } from './version.js';
+
+/**
+ * Go: oomAdjuster.ApplyOOMScoreAdj(0, --oom-score-adj) for the kubelet's own process. A kernel that refuses it (no
+ * CAP_SYS_RESOURCE for a negative value) is reported and the kubelet goes on, as Go does.
+ */
+export async function applyOomScoreAdj(value: number, logger: Logger, path = '/proc/self/oom_score_adj'): Promise<boolean> {
+  try {
+    await writeFile(path, `${value}`);
+    logger.v(2).info('Applied oom_score_adj to the kubelet', { oomScoreAdj: value });
+    return true;
+  } catch (error) {
+    logger.info('Failed to ApplyOOMScoreAdj', { err: (error as Error).message, oomScoreAdj: value });
+    return false;
+  }
+}
 
 export interface RunningKubelet {
   kubelet: Kubelet;
@@ -61,6 +76,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     staticPodPath: config.staticPodPath ?? '',
     staticPodURL: config.staticPodURL ?? '',
   });
+  await applyOomScoreAdj(config.oomScoreAdj, logger);
   await mkdir(config.rootDir, { recursive: true });
   await mkdir(config.podLogsDir, { recursive: true });
 

@@ -42,6 +42,27 @@ export interface KubeletConfig {
   kubeReserved: string;
   systemReserved: string;
   evictionHard?: string;
+  /** The eviction manager's thresholds and tunables, as Go's maps (signal -> value). hard undefined: Go's defaults. */
+  eviction: {
+    hard?: Record<string, string>;
+    soft: Record<string, string>;
+    softGracePeriod: Record<string, string>;
+    minimumReclaim: Record<string, string>;
+    maxPodGracePeriodSeconds: number;
+    pressureTransitionPeriodMs: number;
+  };
+  /** The container manager (Go: cm.NodeConfig). */
+  cgroupsPerQOS: boolean;
+  /** '/' when cgroupsPerQOS and none was given, as Go defaults it. */
+  cgroupRoot: string;
+  cgroupDriver: 'cgroupfs' | 'systemd';
+  enforceNodeAllocatable: string[];
+  systemReservedCgroup: string;
+  kubeReservedCgroup: string;
+  cpuCFSQuota: boolean;
+  cpuCFSQuotaPeriodMs: number;
+  podPidsLimit: number;
+  oomScoreAdj: number;
   nodeStatusUpdateFrequencyMs: number;
   nodeStatusReportFrequencyMs: number;
   port: number;
@@ -129,7 +150,18 @@ export class ConfigError extends Error {
 export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 
 /** The KubeletConfiguration fields kubelet-ts reads, with their Go defaults. */
-const durationFields = ['syncFrequency', 'fileCheckFrequency', 'httpCheckFrequency', 'runtimeRequestTimeout', 'imageMinimumGCAge', 'imageMaximumGCAge', 'nodeStatusUpdateFrequency', 'nodeStatusReportFrequency'] as const;
+const durationFields = [
+  'syncFrequency',
+  'fileCheckFrequency',
+  'httpCheckFrequency',
+  'runtimeRequestTimeout',
+  'imageMinimumGCAge',
+  'imageMaximumGCAge',
+  'nodeStatusUpdateFrequency',
+  'nodeStatusReportFrequency',
+  'evictionPressureTransitionPeriod',
+  'cpuCFSQuotaPeriod',
+] as const;
 
 interface KubeletConfigurationFile {
   staticPodPath?: string;
@@ -158,6 +190,21 @@ interface KubeletConfigurationFile {
   kubeReserved?: Record<string, string>;
   systemReserved?: Record<string, string>;
   evictionHard?: Record<string, string>;
+  evictionSoft?: Record<string, string>;
+  evictionSoftGracePeriod?: Record<string, string>;
+  evictionMinimumReclaim?: Record<string, string>;
+  evictionMaxPodGracePeriod?: number;
+  evictionPressureTransitionPeriod?: number;
+  cgroupsPerQOS?: boolean;
+  cgroupRoot?: string;
+  cgroupDriver?: string;
+  enforceNodeAllocatable?: string[];
+  systemReservedCgroup?: string;
+  kubeReservedCgroup?: string;
+  cpuCFSQuota?: boolean;
+  cpuCFSQuotaPeriod?: number;
+  podPidsLimit?: number;
+  oomScoreAdj?: number;
   eventRecordQPS?: number;
   eventBurst?: number;
   kubeAPIQPS?: number;
@@ -240,13 +287,24 @@ export function loadConfigFile(path: string): KubeletConfigurationFile {
       throw new ConfigError(`kubelet config file ${path}: ${field}: must be a non-negative integer`);
     }
   }
-  for (const field of ['allowedUnsafeSysctls', 'clusterDNS'] as const) {
+  for (const field of ['evictionMaxPodGracePeriod', 'podPidsLimit', 'oomScoreAdj'] as const) {
+    if (object[field] !== undefined && !Number.isInteger(object[field])) throw new ConfigError(`kubelet config file ${path}: ${field}: must be an integer`);
+  }
+  for (const field of ['cgroupsPerQOS', 'cpuCFSQuota'] as const) {
+    if (object[field] !== undefined && typeof object[field] !== 'boolean') throw new ConfigError(`kubelet config file ${path}: ${field}: must be true or false`);
+  }
+  for (const field of ['evictionHard', 'evictionSoft', 'evictionSoftGracePeriod', 'evictionMinimumReclaim'] as const) {
+    const value = object[field];
+    const valid = value === undefined || (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string'));
+    if (!valid) throw new ConfigError(`kubelet config file ${path}: ${field}: must map eviction signals to strings`);
+  }
+  for (const field of ['allowedUnsafeSysctls', 'clusterDNS', 'enforceNodeAllocatable'] as const) {
     const value = object[field];
     if (value !== undefined && !(Array.isArray(value) && value.every((v) => typeof v === 'string'))) {
       throw new ConfigError(`kubelet config file ${path}: ${field}: must be a list of strings`);
     }
   }
-  for (const field of ['clusterDomain', 'resolvConf'] as const) {
+  for (const field of ['clusterDomain', 'resolvConf', 'cgroupRoot', 'cgroupDriver', 'systemReservedCgroup', 'kubeReservedCgroup'] as const) {
     if (object[field] !== undefined && typeof object[field] !== 'string') throw new ConfigError(`kubelet config file ${path}: ${field}: must be a string`);
   }
   const headers = object.staticPodURLHeader;
@@ -341,6 +399,25 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     kubeReserved: flags.kubeReserved?.join(',') ?? mapToList(file.kubeReserved),
     systemReserved: flags.systemReserved?.join(',') ?? mapToList(file.systemReserved),
     evictionHard: flags.evictionHard?.join(',') ?? (file.evictionHard ? Object.entries(file.evictionHard).map(([k, v]) => `${k}<${v}`).join(',') : undefined),
+    eviction: {
+      hard: flags.evictionHard ? parseSignalMap(flags.evictionHard, '<', '--eviction-hard') : file.evictionHard,
+      soft: flags.evictionSoft ? parseSignalMap(flags.evictionSoft, '<', '--eviction-soft') : (file.evictionSoft ?? {}),
+      softGracePeriod: flags.evictionSoftGracePeriod ? parseSignalMap(flags.evictionSoftGracePeriod, '=', '--eviction-soft-grace-period') : (file.evictionSoftGracePeriod ?? {}),
+      minimumReclaim: flags.evictionMinimumReclaim ? parseSignalMap(flags.evictionMinimumReclaim, '=', '--eviction-minimum-reclaim') : (file.evictionMinimumReclaim ?? {}),
+      maxPodGracePeriodSeconds: flags.evictionMaxPodGracePeriod ?? file.evictionMaxPodGracePeriod ?? 0,
+      pressureTransitionPeriodMs: flags.evictionPressureTransitionPeriodMs ?? file.evictionPressureTransitionPeriod ?? 300_000,
+    },
+    cgroupsPerQOS: flags.cgroupsPerQos ?? file.cgroupsPerQOS ?? endpoint !== LOCAL_RUNTIME_ENDPOINT,
+    // Go's default is [pods], which needs cgroupsPerQOS: without it (the embedded runtime's default) nothing is enforced.
+    cgroupRoot: flags.cgroupRoot ?? file.cgroupRoot ?? '',
+    cgroupDriver: parseCgroupDriver(flags.cgroupDriver ?? file.cgroupDriver ?? 'cgroupfs'),
+    enforceNodeAllocatable: flags.enforceNodeAllocatable ?? file.enforceNodeAllocatable ?? [],
+    systemReservedCgroup: flags.systemReservedCgroup ?? file.systemReservedCgroup ?? '',
+    kubeReservedCgroup: flags.kubeReservedCgroup ?? file.kubeReservedCgroup ?? '',
+    cpuCFSQuota: flags.cpuCfsQuota ?? file.cpuCFSQuota ?? true,
+    cpuCFSQuotaPeriodMs: flags.cpuCfsQuotaPeriodMs ?? file.cpuCFSQuotaPeriod ?? 100,
+    podPidsLimit: flags.podMaxPids ?? file.podPidsLimit ?? -1,
+    oomScoreAdj: flags.oomScoreAdj ?? file.oomScoreAdj ?? -999,
     nodeStatusUpdateFrequencyMs: flags.nodeStatusUpdateFrequencyMs ?? file.nodeStatusUpdateFrequency ?? 10_000,
     nodeStatusReportFrequencyMs: flags.nodeStatusReportFrequencyMs ?? file.nodeStatusReportFrequency ?? 300_000,
     port: flags.port ?? file.port ?? 10250,
@@ -396,7 +473,56 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     if (typeof value !== 'boolean') throw new ConfigError(`featureGates: ${gate}: must be true or false`);
   }
   if (config.syncFrequencyMs <= 0) throw new ConfigError('syncFrequency: must be greater than zero');
+  if (!flags.enforceNodeAllocatable && !file.enforceNodeAllocatable && config.cgroupsPerQOS) config.enforceNodeAllocatable = ['pods'];
+  validateResourceManagement(config);
   return config;
+}
+
+/** Go's mapStringString flags with a custom separator ('<' for thresholds, '=' for grace periods and reclaims). */
+function parseSignalMap(values: string[], separator: '<' | '=', flag: string): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const pair of values) {
+    const at = pair.indexOf(separator);
+    if (at <= 0) throw new ConfigError(`${flag}: invalid entry ${JSON.stringify(pair)}: expected signal${separator}value`);
+    map[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
+  }
+  return map;
+}
+
+function parseCgroupDriver(driver: string): KubeletConfig['cgroupDriver'] {
+  if (driver !== 'cgroupfs' && driver !== 'systemd') throw new ConfigError(`cgroupDriver: invalid value ${JSON.stringify(driver)}: must be cgroupfs or systemd`);
+  return driver;
+}
+
+/** Go: ValidateKubeletConfiguration's rules for the container manager and eviction. */
+function validateResourceManagement(config: KubeletConfig): void {
+  const levels = config.enforceNodeAllocatable;
+  for (const level of levels) {
+    if (!['pods', 'system-reserved', 'kube-reserved', 'none'].includes(level)) {
+      throw new ConfigError(`invalid option ${JSON.stringify(level)} specified for enforceNodeAllocatable (--enforce-node-allocatable) setting. Valid options are "pods", "system-reserved", "kube-reserved", or "none"`);
+    }
+  }
+  if (levels.includes('none') && levels.length > 1) {
+    throw new ConfigError('invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional enforcements when "none" is specified');
+  }
+  if (!config.cgroupsPerQOS && levels.some((level) => level !== 'none')) {
+    throw new ConfigError('invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on');
+  }
+  if (levels.includes('system-reserved') && config.systemReservedCgroup === '') {
+    throw new ConfigError('invalid configuration: systemReservedCgroup (--system-reserved-cgroup) must be specified when "system-reserved" contained in enforceNodeAllocatable (--enforce-node-allocatable)');
+  }
+  if (levels.includes('kube-reserved') && config.kubeReservedCgroup === '') {
+    throw new ConfigError('invalid configuration: kubeReservedCgroup (--kube-reserved-cgroup) must be specified when "kube-reserved" contained in enforceNodeAllocatable (--enforce-node-allocatable)');
+  }
+  if (config.cgroupsPerQOS && config.cgroupRoot === '') config.cgroupRoot = '/';
+  if (config.cgroupRoot !== '' && !config.cgroupRoot.startsWith('/')) throw new ConfigError(`cgroupRoot: invalid value ${JSON.stringify(config.cgroupRoot)}: must be an absolute cgroup name`);
+  if (config.cpuCFSQuotaPeriodMs < 1 || config.cpuCFSQuotaPeriodMs > 1000) {
+    throw new ConfigError(`invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) ${config.cpuCFSQuotaPeriodMs}ms must be between 1ms and 1sec, inclusive`);
+  }
+  if (config.oomScoreAdj < -1000 || config.oomScoreAdj > 1000) {
+    throw new ConfigError(`invalid configuration: oomScoreAdj (--oom-score-adj) ${config.oomScoreAdj} must be between -1000 and 1000, inclusive`);
+  }
+  if (config.podPidsLimit < -1) throw new ConfigError(`invalid configuration: podPidsLimit (--pod-max-pids) ${config.podPidsLimit} must be -1 or greater`);
 }
 
 function parseAuthorizationMode(mode: string): KubeletConfig['authorization']['mode'] {

@@ -33,6 +33,11 @@ import {
   defaultVolumePlugins,
   type Mounter,
 } from '@kubelet-ts/volume-manager';
+import { ContainerManager } from '@kubelet-ts/container-manager';
+import { EvictionManager } from '@kubelet-ts/eviction';
+import { parseThresholdConfig } from '@kubelet-ts/core';
+import type { SummarySource } from '@kubelet-ts/stats';
+import { nodeCapacity } from './node-capacity.js';
 import { configMapAndSecretSource, criMountsFor, pullSecretsFor, referencesObject } from './volumes.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
@@ -88,6 +93,10 @@ export const Tokens = {
   StatsProvider: Symbol.for('kubelet-ts.StatsProvider'),
   StatsSource: Symbol.for('kubelet-ts.StatsSource'),
   ContainerLogManager: Symbol.for('kubelet-ts.ContainerLogManager'),
+  /** Go: cm.ContainerManager (--cgroups-per-qos); undefined without pod cgroups. */
+  ContainerManager: Symbol.for('kubelet-ts.ContainerManager'),
+  /** Go: eviction.Manager. */
+  EvictionManager: Symbol.for('kubelet-ts.EvictionManager'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
 
@@ -174,6 +183,12 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       kubeReserved: config.kubeReserved,
       systemReserved: config.systemReserved,
       evictionHard: config.evictionHard,
+      // Go: the eviction manager's conditions (MemoryPressure, DiskPressure, PIDPressure).
+      pressure: {
+        memory: () => c.resolve<EvictionManager>(Tokens.EvictionManager).isUnderMemoryPressure(),
+        disk: () => c.resolve<EvictionManager>(Tokens.EvictionManager).isUnderDiskPressure(),
+        pid: () => c.resolve<EvictionManager>(Tokens.EvictionManager).isUnderPIDPressure(),
+      },
       nodeStatusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
       nodeStatusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
       rootDir: config.rootDir,
@@ -332,6 +347,8 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           // Resolved per container: the volume manager belongs to the kubelet, built after the runtime manager.
           mountsFor: (pod, container, env) => criMountsFor(c.resolve<Kubelet>(Tokens.Kubelet).volumeManager, pod, container, env),
           kubeletVersion: KUBELET_VERSION,
+          // Go: the pod's cgroup is its sandbox's cgroupParent (GetPodCgroupParent).
+          cgroupParentFor: (pod) => c.resolve<ContainerManager | undefined>(Tokens.ContainerManager)?.podCgroupParent(pod) ?? '',
         }),
     ),
   );
@@ -494,6 +511,54 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return manager;
     },
   });
+  c.register<ContainerManager | undefined>(
+    Tokens.ContainerManager,
+    singleton((c) => {
+      if (!config.cgroupsPerQOS) return undefined;
+      return new ContainerManager({
+        cgroupsPerQOS: true,
+        cgroupRoot: config.cgroupRoot,
+        cgroupDriver: config.cgroupDriver,
+        enforceNodeAllocatable: config.enforceNodeAllocatable,
+        systemReservedCgroup: config.systemReservedCgroup || undefined,
+        kubeReservedCgroup: config.kubeReservedCgroup || undefined,
+        systemReserved: resourceMap(config.systemReserved),
+        kubeReserved: resourceMap(config.kubeReserved),
+        capacity: nodeCapacity(),
+        cpuCfsQuota: config.cpuCFSQuota,
+        cpuCfsQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
+        podPidsLimit: config.podPidsLimit,
+        recorder: c.resolve(Tokens.EventRecorder),
+        nodeRef: nodeReference(config.nodeName),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'container-manager' }),
+      });
+    }),
+  );
+  c.register<EvictionManager>(
+    Tokens.EvictionManager,
+    singleton((c) => {
+      const kubelet = () => c.resolve<Kubelet>(Tokens.Kubelet);
+      const containerManager = c.resolve<ContainerManager | undefined>(Tokens.ContainerManager);
+      const capacity = nodeCapacity();
+      return new EvictionManager({
+        summaryProvider: c.resolve<SummarySource>(Tokens.StatsProvider),
+        thresholds: evictionThresholds(config),
+        maxPodGracePeriodSeconds: config.eviction.maxPodGracePeriodSeconds,
+        pressureTransitionPeriodMs: config.eviction.pressureTransitionPeriodMs,
+        capacity: () => ({ memoryBytes: capacity.memoryBytes, allocatableMemoryBytes: containerManager?.nodeAllocatableAbsolute().memoryBytes }),
+        activePods: () => kubelet().getActivePods(),
+        killPod: (pod, gracePeriodOverrideSeconds, statusFn) => kubelet().killPodForEviction(pod, gracePeriodOverrideSeconds, statusFn),
+        podCleanedUp: (pod) => kubelet().podResourcesAreReclaimed(pod),
+        imageGC: c.resolve<ImageGCManager>(Tokens.ImageGC),
+        containerGC: { deleteAllUnusedContainers: () => kubelet().containerGC?.deleteAllUnusedContainers() ?? Promise.resolve() },
+        recorder: c.resolve(Tokens.EventRecorder),
+        nodeRef: nodeReference(config.nodeName),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'eviction-manager' }),
+      });
+    }),
+  );
   registerServerDeps(c, config);
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
@@ -520,6 +585,8 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           recorder: c.resolve(Tokens.EventRecorder),
           getNode: c.resolve(Tokens.NodeAnyWay),
           allowedUnsafeSysctls: config.allowedUnsafeSysctls,
+          containerManager: c.resolve<ContainerManager | undefined>(Tokens.ContainerManager),
+          evictionManager: c.resolve<EvictionManager>(Tokens.EvictionManager),
           metrics: c.resolve<KubeletMetrics>(Tokens.Metrics),
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),
@@ -527,4 +594,24 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         }),
     ),
   );
+}
+
+/** "cpu=200m,memory=1Gi" (--kube-reserved, --system-reserved) as a map. */
+function resourceMap(list: string): Record<string, string> {
+  const map: Record<string, string> = {};
+  for (const pair of list.split(',').filter((p) => p.trim() !== '')) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`invalid resource reservation ${JSON.stringify(pair)}: expected name=quantity`);
+    map[pair.slice(0, eq).trim()] = pair.slice(eq + 1).trim();
+  }
+  return map;
+}
+
+/** Go: eviction.ParseThresholdConfig over the kubelet's eviction settings; errors name the setting. */
+export function evictionThresholds(config: KubeletConfig) {
+  try {
+    return parseThresholdConfig(config.enforceNodeAllocatable, config.eviction.hard, config.eviction.soft, config.eviction.softGracePeriod, config.eviction.minimumReclaim);
+  } catch (error) {
+    throw new ConfigError(`invalid eviction configuration: ${(error as Error).message}`);
+  }
 }

@@ -41,6 +41,21 @@ export interface KubeletFlags {
   kubeReserved?: string[];
   systemReserved?: string[];
   evictionHard?: string[];
+  evictionSoft?: string[];
+  evictionSoftGracePeriod?: string[];
+  evictionMaxPodGracePeriod?: number;
+  evictionMinimumReclaim?: string[];
+  evictionPressureTransitionPeriodMs?: number;
+  cgroupsPerQos?: boolean;
+  cgroupRoot?: string;
+  cgroupDriver?: string;
+  enforceNodeAllocatable?: string[];
+  systemReservedCgroup?: string;
+  kubeReservedCgroup?: string;
+  cpuCfsQuota?: boolean;
+  cpuCfsQuotaPeriodMs?: number;
+  podMaxPids?: number;
+  oomScoreAdj?: number;
   nodeStatusUpdateFrequencyMs?: number;
   nodeStatusReportFrequencyMs?: number;
   maxPods?: number;
@@ -402,28 +417,115 @@ export const FLAG_SECTIONS: readonly FlagSection[] = [
     ],
   },
   {
-    name: 'Resource management and eviction',
+    name: 'Resource management',
     flags: [
+      flag(
+        'cgroups-per-qos',
+        'cgroupsPerQos',
+        'bool',
+        `Enable creation of QoS cgroup hierarchy, if true top level QoS and pod cgroups are created. kubelet-ts: defaults to false with the embedded local runtime ("${LOCAL_RUNTIME_ENDPOINT}"), whose containers are host processes that no pod cgroup holds.`,
+        { default: 'true' },
+      ),
+      flag(
+        'cgroup-root',
+        'cgroupRoot',
+        'string',
+        "Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis. Default: '', which means use the container runtime default.",
+      ),
+      flag('cgroup-driver', 'cgroupDriver', 'string', "Driver that the kubelet uses to manipulate cgroups on the host.  Possible values: 'cgroupfs', 'systemd'. kubelet-ts supports cgroupfs only.", {
+        default: 'cgroupfs',
+      }),
+      flag(
+        'enforce-node-allocatable',
+        'enforceNodeAllocatable',
+        'strings',
+        "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. Acceptable options are 'none', 'pods', 'system-reserved', and 'kube-reserved'. If the latter two options are specified, '--system-reserved-cgroup' and '--kube-reserved-cgroup' must also be set, respectively. If 'none' is specified, no additional options should be set.",
+        { default: '[pods]' },
+      ),
+      flag(
+        'system-reserved-cgroup',
+        'systemReservedCgroup',
+        'string',
+        "Absolute name of the top level cgroup that is used to manage non-kubernetes components for which compute resources were reserved via '--system-reserved' flag. Ex. '/system-reserved'. [default='']",
+      ),
+      flag(
+        'kube-reserved-cgroup',
+        'kubeReservedCgroup',
+        'string',
+        "Absolute name of the top level cgroup that is used to manage kubernetes components for which compute resources were reserved via '--kube-reserved' flag. Ex. '/kube-reserved'. [default='']",
+      ),
       flag(
         'kube-reserved',
         'kubeReserved',
         'strings',
-        'A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi) pairs that describe resources reserved for kubernetes system components. kubelet-ts subtracts them from the node allocatable it reports; no cgroup enforces them.',
+        'A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi) pairs that describe resources reserved for kubernetes system components. Currently only cpu, memory, ephemeral-storage and pid are supported.',
         { type: 'mapStringString' },
       ),
       flag(
         'system-reserved',
         'systemReserved',
         'strings',
-        'A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi) pairs that describe resources reserved for non-kubernetes components. kubelet-ts subtracts them from the node allocatable it reports; no cgroup enforces them.',
+        'A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi) pairs that describe resources reserved for non-kubernetes components. Currently only cpu, memory, ephemeral-storage and pid are supported.',
         { type: 'mapStringString' },
       ),
+      flag('cpu-cfs-quota', 'cpuCfsQuota', 'bool', 'Enable CPU CFS quota enforcement for containers that specify CPU limits', { default: 'true' }),
+      flag('cpu-cfs-quota-period', 'cpuCfsQuotaPeriodMs', 'duration', 'Sets CPU CFS quota period value, cpu.cfs_period_us, defaults to Linux Kernel default', { default: '100ms' }),
+      flag('pod-max-pids', 'podMaxPids', 'int32', 'Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity.', {
+        default: '-1',
+        type: 'int',
+      }),
+      flag(
+        'oom-score-adj',
+        'oomScoreAdj',
+        'int32',
+        "The oom-score-adj value for kubelet process. Values must be within the range [-1000, 1000]. kubelet-ts logs a warning and goes on when the kernel refuses it.",
+        { default: '-999' },
+      ),
+    ],
+  },
+  {
+    name: 'Eviction',
+    flags: [
       flag(
         'eviction-hard',
         'evictionHard',
         'strings',
-        'A set of eviction thresholds (e.g. memory.available<1Gi) that if met would trigger a pod eviction. kubelet-ts does not evict pods: memory.available and nodefs.available only reduce the allocatable memory and ephemeral-storage it reports.',
+        'A set of eviction thresholds (e.g. memory.available<1Gi) that if met would trigger a pod eviction.',
         { type: 'mapStringString', default: 'imagefs.available<15%,memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%' },
+      ),
+      flag(
+        'eviction-soft',
+        'evictionSoft',
+        'strings',
+        'A set of eviction thresholds (e.g. memory.available<1.5Gi) that if met over a corresponding grace period would trigger a pod eviction.',
+        { type: 'mapStringString' },
+      ),
+      flag(
+        'eviction-soft-grace-period',
+        'evictionSoftGracePeriod',
+        'strings',
+        'A set of eviction grace periods (e.g. memory.available=1m30s) that correspond to how long a soft eviction threshold must hold before triggering a pod eviction.',
+        { type: 'mapStringString' },
+      ),
+      flag(
+        'eviction-max-pod-grace-period',
+        'evictionMaxPodGracePeriod',
+        'int32',
+        'Maximum allowed grace period (in seconds) to use when terminating pods in response to a soft eviction threshold being met.  If negative, defer to pod specified value.',
+      ),
+      flag(
+        'eviction-minimum-reclaim',
+        'evictionMinimumReclaim',
+        'strings',
+        'A set of minimum reclaims (e.g. imagefs.available=2Gi) that describes the minimum amount of resource the kubelet will reclaim when performing a pod eviction if that resource is under pressure.',
+        { type: 'mapStringString' },
+      ),
+      flag(
+        'eviction-pressure-transition-period',
+        'evictionPressureTransitionPeriodMs',
+        'duration',
+        'Duration for which the kubelet has to wait before transitioning out of an eviction pressure condition.',
+        { default: '5m0s' },
       ),
     ],
   },

@@ -1,4 +1,4 @@
-export { Kubelet, type KubeletOptions, type KubeletRuntime, type PodSource, type StatusManagerLike, type MirrorPods } from './kubelet.js';
+export { Kubelet, type KubeletOptions, type KubeletRuntime, type PodSource, type StatusManagerLike, type MirrorPods, type ContainerManagerLike, type EvictionManagerLike } from './kubelet.js';
 export { Tokens, registerKubeletDeps, runtimeEndpoint } from './container.js';
 export { startKubelet, describePodStatus, type RunningKubelet } from './app.js';
 export { resolveConfig, loadConfigFile, parseManifestUrlHeaders, resolveNodeName, localRuntimePaths, ConfigError, KUBELET_CONFIG_API_VERSION, type KubeletConfig } from './config.js';

@@ -148,6 +148,8 @@ export function registerServerDeps(c: DependencyContainer, config: KubeletConfig
             nodeName: config.nodeName,
             rootDir: config.rootDir,
             podLogsDir: config.podLogsDir,
+            // The pods' cgroup: the "pods" system container, whose working set the allocatableMemory.available signal reads.
+            systemCgroups: config.cgroupsPerQOS ? { pods: podsCgroupName(config.cgroupRoot) } : undefined,
             clock: c.resolve(Tokens.Clock),
             logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'stats' }),
           }),
@@ -257,4 +259,9 @@ function configz(config: KubeletConfig): Record<string, unknown> {
     containerRuntimeEndpoint: config.containerRuntimeEndpoint,
     podLogsDir: config.podLogsDir,
   };
+}
+
+/** The literal cgroupfs name of the kubepods cgroup under --cgroup-root. */
+export function podsCgroupName(cgroupRoot: string): string {
+  return `${cgroupRoot.replace(/\/+$/, '')}/kubepods`;
 }

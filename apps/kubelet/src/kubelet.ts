@@ -36,6 +36,7 @@ import { generateAPIPodStatus, isPodPhaseTerminal, needToReconcilePodReadiness, 
 import { RuntimeState } from './runtime-state.js';
 import type { KubeletMetrics } from '@kubelet-ts/server';
 import { podFirstSeenTime, recordStartedPodsAndContainers } from './metrics.js';
+import { cleanupOrphanedPodCgroups, type CgroupName, type PodCgroupManager } from '@kubelet-ts/container-manager';
 import { ActiveDeadlineHandler, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPod, rejectPod, type PodAdmitHandler } from './lifecycle/index.js';
 
 /** Where the kubelet's desired pods come from: pod-config's merged stream. */
@@ -101,9 +102,33 @@ export interface KubeletOptions {
     KubeletMetrics,
     'observePodWorkerStartDuration' | 'observePodStartDuration' | 'observeContainersPerPod' | 'recordStartedPod' | 'recordStartedContainer'
   >;
+  /**
+   * The container manager (Go: cm.ContainerManager with --cgroups-per-qos): started with the kubelet, pod cgroups
+   * made before a pod's sandbox and removed once it terminated. Without it pods get no cgroups of the kubelet's.
+   */
+  containerManager?: ContainerManagerLike;
+  /**
+   * The eviction manager (Go: eviction.Manager): started with the kubelet, first of the admit handlers. It gets the
+   * kubelet's active pods and evicts through the pod workers (killPodForEviction).
+   */
+  evictionManager?: EvictionManagerLike;
   syncPeriodMs?: number;
   housekeepingPeriodMs?: number;
   runtimeCheckPeriodMs?: number;
+}
+
+/** What the kubelet needs of the container manager. */
+export interface ContainerManagerLike {
+  start(activePods: () => V1Pod[], signal?: AbortSignal): Promise<void>;
+  stop(): Promise<void>;
+  newPodContainerManager(): PodCgroupManager;
+  updateQOSCgroups(): Promise<void>;
+}
+
+/** What the kubelet needs of the eviction manager. */
+export interface EvictionManagerLike extends PodAdmitHandler {
+  start(signal?: AbortSignal): void;
+  stop(): Promise<void>;
 }
 
 /** What the kubelet needs of the volume manager (Go: volumemanager.VolumeManager). */
@@ -163,6 +188,8 @@ export interface ContainerGCLoop {
   start(allSourcesReady?: () => boolean): void;
   stop(): Promise<void>;
   garbageCollect(allSourcesReady: boolean, evictNonDeletedPods: boolean): Promise<void>;
+  /** Every dead container of terminated pods (Go: DeleteAllUnusedContainers), the eviction manager's node-level reclaim. */
+  deleteAllUnusedContainers(): Promise<void>;
 }
 
 /** Go's podStateProvider: what container GC asks the pod workers. */
@@ -233,7 +260,9 @@ export class Kubelet implements PodSyncer {
     this.volumeManager = options.createVolumeManager?.(this.podManager, this.podWorkers);
     this.containerGC = options.createContainerGC?.(this.podWorkers);
     this.probeManager = options.createProbeManager?.((uid) => this.statuses.get(uid));
+    // Go's order: the eviction manager's handler, sysctls, then the scheduler's predicates.
     this.admitHandlers = [new SysctlAllowlistAdmitHandler({ allowedUnsafeSysctls: options.allowedUnsafeSysctls })];
+    if (options.evictionManager) this.admitHandlers.unshift(options.evictionManager);
     if (options.getNode) this.admitHandlers.push(new PredicateAdmitHandler({ getNode: () => this.admissionNode, logger: this.logger }));
     this.activeDeadline = new ActiveDeadlineHandler({ clock: this.clock, getPodStatus: (uid) => this.statuses.get(uid), recorder: options.recorder });
   }
@@ -271,6 +300,8 @@ export class Kubelet implements PodSyncer {
     const signal = stopping.signal;
     const { pleg, podSource } = this.options;
     const loops: Array<Promise<unknown>> = [];
+    // Go: the container manager starts before any pod syncs (initializeRuntimeDependentModules); a failure is fatal.
+    await this.options.containerManager?.start(() => this.getActivePods(), signal);
     loops.push(until(() => this.updateRuntimeUp(), this.options.runtimeCheckPeriodMs ?? RUNTIME_CHECK_PERIOD_MS, signal, this.clock, { logger: this.logger, name: 'updateRuntimeUp' }));
     // Go: the volume manager runs before the sync loop, so volumes found on disk are known before any pod syncs.
     try {
@@ -281,6 +312,7 @@ export class Kubelet implements PodSyncer {
     pleg.start();
     this.containerGC?.start(() => podSource.sourcesReady());
     this.options.imageGC?.start();
+    this.options.evictionManager?.start(signal);
     loops.push(this.pump(signal, podSource.updates(), (update) => ({ kind: 'config', update })));
     loops.push(this.pump(signal, pleg.watch({ signal }), (event) => ({ kind: 'pleg', event })));
     const probes = this.probeManager;
@@ -298,9 +330,10 @@ export class Kubelet implements PodSyncer {
       syncTicker.cancel();
       housekeepingTicker.cancel();
       await pleg.stop();
-      await Promise.all([this.containerGC?.stop(), this.options.imageGC?.stop(), this.probeManager?.stop()]);
+      await Promise.all([this.containerGC?.stop(), this.options.imageGC?.stop(), this.probeManager?.stop(), this.options.evictionManager?.stop()]);
       await this.podWorkers.stop();
       await this.volumeManager?.stop();
+      await this.options.containerManager?.stop();
       await Promise.allSettled(loops);
       this.logger.info('Kubelet sync loop stopped');
     }
@@ -442,6 +475,38 @@ export class Kubelet implements PodSyncer {
     }
   }
 
+  /** Go: GetActivePods: the pods the kubelet runs, without terminated ones (the eviction manager's and QoS cgroups' view). */
+  getActivePods(): V1Pod[] {
+    return this.filterOutInactivePods(this.podManager.getPods().filter((pod) => !isMirrorPod(pod)));
+  }
+
+  /**
+   * Go: killPodNow, the eviction manager's KillPodFunc: the pod's worker terminates it as evicted, statusFn setting its
+   * final status; resolves once the kill completed, rejects when it has not after Go's timeout (1.5 grace periods, at
+   * least 10 s).
+   */
+  async killPodForEviction(pod: V1Pod, gracePeriodOverrideSeconds: number | undefined, statusFn: (status: V1PodStatus) => void): Promise<void> {
+    const gracePeriod = gracePeriodOverrideSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    const timeoutMs = Math.max(10_000, (gracePeriod + gracePeriod / 2) * 1000);
+    const completed = new Promise<void>((resolve) =>
+      this.dispatch({ updateType: 'kill', pod, killPodOptions: { evict: true, gracePeriodOverrideSeconds, podStatusFn: statusFn, completed: resolve } }),
+    );
+    const abort = new AbortController();
+    try {
+      const outcome = await Promise.race([completed.then(() => 'done' as const), this.clock.sleep(timeoutMs, abort.signal).then(() => 'timeout' as const, () => 'cancelled' as const)]);
+      if (outcome === 'timeout') throw new Error(`timeout waiting to kill pod ${podRef(pod)}`);
+    } finally {
+      abort.abort();
+    }
+  }
+
+  /** Go: podResourcesAreReclaimed, as the eviction manager waits for it: no containers may run and no volumes are left. */
+  podResourcesAreReclaimed(pod: V1Pod): boolean {
+    const uid = pod.metadata!.uid!;
+    if (this.podWorkers.couldHaveRunningContainers(uid)) return false;
+    return !this.volumeManager?.podVolumesExist(uid);
+  }
+
   /** Go: filterOutInactivePods: pods known terminated, and terminal pods not still terminating, do not count. */
   private filterOutInactivePods(pods: V1Pod[]): V1Pod[] {
     return pods.filter((pod) => {
@@ -537,6 +602,14 @@ export class Kubelet implements PodSyncer {
    * Dead containers and sandboxes of deleted pods are container GC's to remove.
    */
   async handlePodCleanups(): Promise<void> {
+    // Go: the pod cgroups are listed before the workers are synced, so a pod started meanwhile is not taken for an orphan.
+    const pcm = this.options.containerManager?.newPodContainerManager();
+    let cgroupPods: Map<string, CgroupName> | undefined;
+    try {
+      cgroupPods = await pcm?.getAllPodsFromCgroups();
+    } catch (error) {
+      this.logger.error('Failed to get list of pods that still exist on cgroup mounts', error);
+    }
     const desired = this.podManager.getPods();
     const workers = this.podWorkers.syncKnownPods(desired);
     const desiredUids = new Set(desired.map((p) => p.metadata!.uid!));
@@ -575,6 +648,12 @@ export class Kubelet implements PodSyncer {
       this.logger.v(3).info('Pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)', { podUID: uid, pod: podRef(pod) });
       this.dispatch({ updateType: 'create', pod, mirrorPod: this.podManager.getMirrorPodByPod(pod), startTime: this.clock.now() });
     }
+    if (pcm && cgroupPods) {
+      // Go: possiblyRunningPods: every pod a worker knows (not yet terminated) and every pod the runtime still runs.
+      const possiblyRunning = new Set([...[...workers.keys()].filter((uid) => !this.podWorkers.isPodKnownTerminated(uid)), ...running.map((p) => p.id)]);
+      this.logger.v(3).info('Clean up orphaned pod cgroups');
+      await cleanupOrphanedPodCgroups(pcm, cgroupPods, possiblyRunning, (uid) => this.volumeManager?.podVolumesExist(uid) ?? false, this.logger);
+    }
     // Go: cleanupOrphanedPodDirs: directories of pods no source and no worker knows, once their volumes are gone.
     await this.volumeManager?.cleanupOrphanedPodDirs(new Set([...desiredUids, ...workers.keys()]));
     // Go: kl.backOff.GC(): forget the crash-loop backoff of containers not seen for a while.
@@ -612,6 +691,9 @@ export class Kubelet implements PodSyncer {
     }
     this.probeManager?.addPod(pod);
     if (isStaticPod(pod) && this.options.mirrorPods) await this.options.mirrorPods.sync(pod, this.podManager.getMirrorPodByPod(pod) ?? mirrorPod);
+    if (this.options.containerManager && !this.podWorkers.isPodTerminationRequested(uid)) {
+      await this.ensurePodCgroup(pod, podStatus, apiStatus, signal);
+    }
     // The runtime manager creates the directories it writes to itself, so the pod's data directories
     // need not delay the first CRI call; but a failure to make them is only reported once the runtime's
     // sync is over, so a retry never overlaps a SyncPod of the same pod still running.
@@ -650,6 +732,39 @@ export class Kubelet implements PodSyncer {
     return false;
   }
 
+  /**
+   * Go's SyncPod, cgroups part: a pod whose cgroup is missing gets it (after the QoS cgroups are brought up to date)
+   * before its sandbox starts. Containers already running outside it (a kubelet restarted with --cgroups-per-qos)
+   * are killed first so they come back inside it; run-once pods killed that way are not started again.
+   */
+  private async ensurePodCgroup(pod: V1Pod, podStatus: PodStatus, apiStatus: V1PodStatus, signal?: AbortSignal): Promise<void> {
+    const cm = this.options.containerManager!;
+    const pcm = cm.newPodContainerManager();
+    if (await pcm.exists(pod)) return;
+    const firstSync = !(apiStatus.containerStatuses ?? []).some((c) => c.state?.running);
+    let podKilled = false;
+    if (!firstSync) {
+      try {
+        await this.options.runtime.killPod(pod, convertPodStatusToRunningPod(this.options.runtime.type(), podStatus), undefined, { signal });
+        podKilled = true;
+      } catch (error) {
+        this.logger.error('KillPod failed', error, { pod: podRef(pod) });
+      }
+    }
+    if (podKilled && pod.spec?.restartPolicy === 'Never') return;
+    try {
+      await cm.updateQOSCgroups();
+    } catch (error) {
+      this.logger.v(2).info('Failed to update QoS cgroups while syncing pod', { pod: podRef(pod), err: (error as Error).message });
+    }
+    try {
+      await pcm.ensureExists(pod);
+    } catch (error) {
+      this.options.recorder?.event(pod, 'Warning', KubeletEventReason.FailedToCreatePodContainer, `unable to ensure pod container exists: ${(error as Error).message}`);
+      throw new Error(`failed to ensure that the pod: ${pod.metadata!.uid} cgroups exist and are correctly applied: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
   async syncTerminatingPod(pod: V1Pod, podStatus: PodStatus, gracePeriodSeconds: number | undefined, podStatusFn: PodStatusFunc | undefined, signal?: AbortSignal): Promise<void> {
     this.logger.v(4).info('SyncTerminatingPod enter', { pod: podRef(pod), gracePeriod: gracePeriodSeconds });
     this.probeManager?.stopLivenessAndStartup(pod);
@@ -658,6 +773,11 @@ export class Kubelet implements PodSyncer {
     this.setStatus(pod, apiStatus);
     const runningPod = convertPodStatusToRunningPod(this.options.runtime.type(), podStatus);
     await this.options.runtime.killPod(pod, runningPod, gracePeriodSeconds, { signal });
+    // Go: killPod leaves the pod's cgroup with the minimum CPU until it is removed.
+    if (this.options.containerManager) {
+      const pcm = this.options.containerManager.newPodContainerManager();
+      await pcm.reduceCpuLimits(pcm.getPodContainerName(pod).name).catch((error: unknown) => this.logger.v(2).info('Failed to reduce cpu time for pod', { pod: podRef(pod), err: (error as Error).message }));
+    }
     const after = await this.options.runtime.getPodStatus(pod.metadata!.uid!, pod.metadata!.name!, pod.metadata!.namespace!);
     const stillRunning = after.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
     if (stillRunning.length > 0) {
@@ -679,6 +799,12 @@ export class Kubelet implements PodSyncer {
     if (this.volumeManager) {
       await this.volumeManager.waitForUnmount(pod);
       this.logger.v(4).info('Pod termination unmounted volumes', { pod: podRef(pod) });
+    }
+    // Go: the cgroups of a pod that definitely no longer runs go.
+    if (this.options.containerManager) {
+      const pcm = this.options.containerManager.newPodContainerManager();
+      await pcm.destroy(pcm.getPodContainerName(pod).name);
+      this.logger.v(4).info('Pod termination removed cgroups', { pod: podRef(pod), podUID: uid });
     }
     this.options.statusManager?.terminatePod(pod);
     if (!this.podManager.getPodByUid(uid) && !this.volumeManager?.podVolumesExist(uid)) {

@@ -84,6 +84,7 @@ const config = resolveConfig(
     '--healthz-port=0',
     '--node-status-update-frequency=1s',
     '--sync-frequency=10s',
+    '--cgroups-per-qos=false',
   ]),
 );
 const c = container.createChildContainer();

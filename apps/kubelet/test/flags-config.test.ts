@@ -125,3 +125,97 @@ t.test('garbage collection flags and their validation', async (t) => {
   t.throws(() => resolveConfig(parseFlags(['--image-gc-high-threshold=101'])), /invalid HighThresholdPercent 101, must be in range \[0-100\]/);
   t.throws(() => resolveConfig(parseFlags(['--image-gc-high-threshold=70', '--image-gc-low-threshold=80'])), /LowThresholdPercent 80 can not be higher than HighThresholdPercent 70/);
 });
+
+t.test('container manager and eviction settings: Go defaults, flags, config file, validation', async (t) => {
+  const containerd = ['--container-runtime-endpoint=unix:///run/containerd/containerd.sock', '--hostname-override=n'];
+  const defaults = resolveConfig(parseFlags(containerd));
+  t.equal(defaults.cgroupsPerQOS, true, '--cgroups-per-qos defaults to true with a CRI runtime');
+  t.equal(defaults.cgroupRoot, '/', 'cgroup root defaults to / with --cgroups-per-qos, as Go');
+  t.equal(defaults.cgroupDriver, 'cgroupfs');
+  t.same(defaults.enforceNodeAllocatable, ['pods'], '--enforce-node-allocatable defaults to pods');
+  t.equal(defaults.cpuCFSQuota, true);
+  t.equal(defaults.cpuCFSQuotaPeriodMs, 100);
+  t.equal(defaults.podPidsLimit, -1);
+  t.equal(defaults.oomScoreAdj, -999);
+  t.same(defaults.eviction, { hard: undefined, soft: {}, softGracePeriod: {}, minimumReclaim: {}, maxPodGracePeriodSeconds: 0, pressureTransitionPeriodMs: 300_000 }, 'eviction defaults');
+
+  const local = resolveConfig(parseFlags(['--hostname-override=n']));
+  t.equal(local.cgroupsPerQOS, false, 'the embedded local runtime has no pod cgroups by default');
+  t.same(local.enforceNodeAllocatable, [], 'and so enforces no node allocatable');
+
+  const flags = resolveConfig(
+    parseFlags([
+      ...containerd,
+      '--cgroup-root=/custom',
+      '--enforce-node-allocatable=pods,system-reserved',
+      '--system-reserved-cgroup=/system.slice',
+      '--eviction-hard=memory.available<500Mi,nodefs.available<5%',
+      '--eviction-soft=memory.available<1Gi',
+      '--eviction-soft-grace-period=memory.available=1m30s',
+      '--eviction-minimum-reclaim=memory.available=100Mi',
+      '--eviction-max-pod-grace-period=30',
+      '--eviction-pressure-transition-period=30s',
+      '--pod-max-pids=1024',
+      '--cpu-cfs-quota=false',
+      '--cpu-cfs-quota-period=50ms',
+    ]),
+  );
+  t.equal(flags.cgroupRoot, '/custom');
+  t.same(flags.enforceNodeAllocatable, ['pods', 'system-reserved']);
+  t.equal(flags.systemReservedCgroup, '/system.slice');
+  t.same(flags.eviction, {
+    hard: { 'memory.available': '500Mi', 'nodefs.available': '5%' },
+    soft: { 'memory.available': '1Gi' },
+    softGracePeriod: { 'memory.available': '1m30s' },
+    minimumReclaim: { 'memory.available': '100Mi' },
+    maxPodGracePeriodSeconds: 30,
+    pressureTransitionPeriodMs: 30_000,
+  });
+  t.equal(flags.podPidsLimit, 1024);
+  t.equal(flags.cpuCFSQuota, false);
+  t.equal(flags.cpuCFSQuotaPeriodMs, 50);
+
+  const dir = mkdtempSync(join(tmpdir(), 'kubelet-cm-config-'));
+  const file = join(dir, 'config.yaml');
+  writeFileSync(
+    file,
+    [
+      'apiVersion: kubelet.config.k8s.io/v1beta1',
+      'kind: KubeletConfiguration',
+      'containerRuntimeEndpoint: unix:///run/containerd/containerd.sock',
+      'cgroupsPerQOS: true',
+      'cgroupRoot: /file-root',
+      'enforceNodeAllocatable: [pods, kube-reserved]',
+      'kubeReservedCgroup: /kube.slice',
+      'evictionSoft: {memory.available: 2Gi}',
+      'evictionSoftGracePeriod: {memory.available: 2m}',
+      'evictionPressureTransitionPeriod: 1m',
+      'evictionMaxPodGracePeriod: 10',
+      'podPidsLimit: 100',
+      'oomScoreAdj: -500',
+    ].join('\n'),
+  );
+  const fromFile = resolveConfig(parseFlags([`--config=${file}`, '--hostname-override=n']));
+  t.equal(fromFile.cgroupRoot, '/file-root');
+  t.same(fromFile.enforceNodeAllocatable, ['pods', 'kube-reserved']);
+  t.equal(fromFile.kubeReservedCgroup, '/kube.slice');
+  t.same(fromFile.eviction.soft, { 'memory.available': '2Gi' });
+  t.same(fromFile.eviction.softGracePeriod, { 'memory.available': '2m' });
+  t.equal(fromFile.eviction.pressureTransitionPeriodMs, 60_000);
+  t.equal(fromFile.eviction.maxPodGracePeriodSeconds, 10);
+  t.equal(fromFile.podPidsLimit, 100);
+  t.equal(fromFile.oomScoreAdj, -500);
+
+  const bad = (args: string[]) => () => resolveConfig(parseFlags([...containerd, ...args]));
+  t.throws(bad(['--enforce-node-allocatable=pods,bogus']), /invalid option "bogus" specified for enforceNodeAllocatable/);
+  t.throws(bad(['--enforce-node-allocatable=none,pods']), /may not contain additional enforcements when "none" is specified/);
+  t.throws(bad(['--enforce-node-allocatable=pods,system-reserved']), /systemReservedCgroup \(--system-reserved-cgroup\) must be specified/);
+  t.throws(bad(['--enforce-node-allocatable=kube-reserved']), /kubeReservedCgroup \(--kube-reserved-cgroup\) must be specified/);
+  t.throws(bad(['--cgroups-per-qos=false', '--enforce-node-allocatable=pods']), /is not supported unless cgroupsPerQOS \(--cgroups-per-qos\) feature is turned on/);
+  t.throws(bad(['--cgroup-driver=upstart']), /cgroupDriver: invalid value "upstart": must be cgroupfs or systemd/);
+  t.throws(bad(['--oom-score-adj=-1001']), /oomScoreAdj \(--oom-score-adj\) -1001 must be between -1000 and 1000/);
+  t.throws(bad(['--cpu-cfs-quota-period=2s']), /cpuCFSQuotaPeriod \(--cpu-cfs-quota-period\) 2000ms must be between 1ms and 1sec/);
+  t.throws(bad(['--eviction-soft=memory.available']), /--eviction-soft: invalid entry "memory.available": expected signal<value/);
+  t.throws(bad(['--pod-max-pids=-2']), /podPidsLimit \(--pod-max-pids\) -2 must be -1 or greater/);
+  t.equal(resolveConfig(parseFlags([...containerd, '--cgroups-per-qos=false', '--enforce-node-allocatable='])).cgroupsPerQOS, false, 'pod cgroups off with no enforcement');
+});

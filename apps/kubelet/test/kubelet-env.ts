@@ -12,8 +12,28 @@ import { FakePLEG } from '@kubelet-ts/pleg/testing';
 import { FakeContainerRuntime } from '@kubelet-ts/runtime-manager/testing';
 import { FakeMounter } from '@kubelet-ts/volume-manager/testing';
 import type { DependencyContainer } from 'tsyringe';
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { EvictionManagerLike } from '../src/index.js';
+import type { PodAdmitAttributes, PodAdmitResult } from '../src/lifecycle/index.js';
 import { Kubelet, Tokens, parseFlags, registerKubeletDeps, resolveConfig } from '../src/index.js';
+
+/** The eviction manager as the kubelet sees it: admits what `admitResult` says, records starts and stops. */
+export class FakeEvictionManager implements EvictionManagerLike {
+  admitResult: PodAdmitResult = { admit: true };
+  admitted: V1Pod[] = [];
+  started = 0;
+  stopped = 0;
+  start(): void {
+    this.started++;
+  }
+  async stop(): Promise<void> {
+    this.stopped++;
+  }
+  admit(attrs: PodAdmitAttributes): PodAdmitResult {
+    this.admitted.push(attrs.pod);
+    return this.admitResult;
+  }
+}
 
 /** The kubelet with every dependency replaced by a fake in a child container, as a test author would. */
 /** The Node pods are admitted against in these tests: 4 CPUs, 8 GiB, 110 pods. */
@@ -31,7 +51,7 @@ export function setupKubelet(opts: { flags?: string[]; runtime?: FakeContainerRu
   const source = new FakePodSource(podConfig, 'file');
   const pleg = new FakePLEG();
   const rootDir = mkdtempSync(join(tmpdir(), 'kubelet-sync-loop-'));
-  const config = resolveConfig(parseFlags([`--root-dir=${rootDir}`, '--hostname-override=node1', '--container-runtime-endpoint=unix:///nonexistent.sock', ...(opts.flags ?? [])]));
+  const config = resolveConfig(parseFlags([`--root-dir=${rootDir}`, '--hostname-override=node1', '--container-runtime-endpoint=unix:///nonexistent.sock', '--cgroups-per-qos=false', ...(opts.flags ?? [])]));
   const c = container.createChildContainer();
   registerKubeletDeps(c, config);
   c.register(Tokens.Clock, { useValue: clock });
@@ -44,6 +64,8 @@ export function setupKubelet(opts: { flags?: string[]; runtime?: FakeContainerRu
   c.register(Tokens.NodeAnyWay, { useValue: async () => testNode() });
   // Volumes are set up for real under rootDir; only mounting (tmpfs, root only) is faked.
   c.register(Tokens.Mounter, { useValue: new FakeMounter() });
+  // No stats to evict on: an eviction manager that admits everything (tests of eviction register their own).
+  c.register(Tokens.EvictionManager, { useValue: new FakeEvictionManager() });
   opts.register?.(c, clock);
   const kubelet = c.resolve<Kubelet>(Tokens.Kubelet);
   const controller = new AbortController();

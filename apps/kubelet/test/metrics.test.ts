@@ -36,7 +36,7 @@ t.test('after a pod starts, /metrics has it running, its start duration and the 
   const clock = new FakeClock();
   const logger = new RecordingLogger();
   const config = resolveConfig(
-    parseFlags([`--root-dir=${join(dir, 'root')}`, `--pod-logs-dir=${join(dir, 'logs')}`, '--resolv-conf=', '--hostname-override=node1', '--container-runtime-endpoint=unix:///nonexistent.sock']),
+    parseFlags([`--root-dir=${join(dir, 'root')}`, `--pod-logs-dir=${join(dir, 'logs')}`, '--resolv-conf=', '--hostname-override=node1', '--container-runtime-endpoint=unix:///nonexistent.sock', '--cgroups-per-qos=false']),
   );
   const c = container.createChildContainer();
   registerKubeletDeps(c, config);

@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { container } from 'tsyringe';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Test } from 'tap';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { startTestApiServer } from '@kubelet-ts/test-apiserver';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet, type RunningKubelet } from '../../src/index.js';
-import { removeScratchDir, sleepForever, type E2ETarget } from './harness.js';
+import { ensureCgroupRoot, removeCgroupTree, removeScratchDir, sleepForever, type E2ETarget } from './harness.js';
 
 const NAMESPACE = 'e2e-api';
 
@@ -72,6 +72,8 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
 
   t.test(`API server mode on ${target.name}`, async (t) => {
     const dir = mkdtempSync(join(target.scratchRoot, 'kubelet-e2e-api-'));
+    const cgroupRoot = `/kts-${basename(dir)}`;
+    await ensureCgroupRoot(cgroupRoot);
     const server = await startTestApiServer({});
     const runtime = new RemoteRuntimeService({ endpoint: target.endpoint });
     const started: { kubelet?: RunningKubelet } = {};
@@ -89,6 +91,7 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
       }
       runtime.close();
       await removeScratchDir(dir);
+      await removeCgroupTree(cgroupRoot);
     });
     const get = (resource: string, namespace: string | undefined, name: string) => server.store.get(resource, namespace, name) as JsonPod | undefined;
     const kubeconfig = join(dir, 'kubeconfig');
@@ -112,6 +115,7 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
         // A static pod's mirror pod is (re)created by its pod's sync, as in Go, so after an outage it waits
         // for the next periodic sync (1 min by default).
         '--sync-frequency=10s',
+        `--cgroup-root=${cgroupRoot}`,
       ]),
     );
     const c = container.createChildContainer();

@@ -2,7 +2,8 @@ import 'reflect-metadata';
 import { container } from 'tsyringe';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { SystemMounter } from '@kubelet-ts/volume-manager';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { createCgroupManager } from '@kubelet-ts/container-manager';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
 import { RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
@@ -42,9 +43,11 @@ export class E2EEnv {
   readonly rootDir: string;
   readonly logsDir: string;
   readonly runtime: RemoteRuntimeService;
+  readonly cgroupRoot: string;
 
   constructor(readonly target: E2ETarget) {
     this.dir = mkdtempSync(join(target.scratchRoot, 'kubelet-e2e-'));
+    this.cgroupRoot = `/kts-${basename(this.dir)}`;
     this.manifests = join(this.dir, 'manifests');
     this.rootDir = join(this.dir, 'root');
     this.logsDir = join(this.dir, 'logs');
@@ -62,6 +65,7 @@ export class E2EEnv {
 
   /** Starts a kubelet on this environment's manifests and root dir, as the binary would. */
   async startKubelet(): Promise<TestKubelet> {
+    await ensureCgroupRoot(this.cgroupRoot);
     const config = resolveConfig(
       parseFlags([
         `--pod-manifest-path=${this.manifests}`,
@@ -72,6 +76,8 @@ export class E2EEnv {
         '--file-check-frequency=1s',
         '--sync-frequency=10s',
         '--healthz-port=0',
+        // A cgroup root of its own (used on containerd, where pods get cgroups): no other kubelet's kubepods.
+        `--cgroup-root=${this.cgroupRoot}`,
       ]),
     );
     const c = container.createChildContainer();
@@ -136,6 +142,7 @@ export class E2EEnv {
     }
     this.runtime.close();
     await removeScratchDir(this.dir);
+    await removeCgroupTree(this.cgroupRoot);
   }
 }
 
@@ -151,3 +158,15 @@ export async function removeScratchDir(dir: string): Promise<void> {
 
 export const running = (name: string) => (status: V1PodStatus) =>
   status.phase === 'Running' && (status.containerStatuses ?? []).length > 0 && (status.containerStatuses ?? []).every((c) => c.state?.running) && name.length > 0;
+
+/** Makes a kubelet's --cgroup-root, which must exist before the kubelet starts (as in Go). */
+export async function ensureCgroupRoot(cgroupRoot: string): Promise<void> {
+  const manager = await createCgroupManager({ driver: 'cgroupfs' });
+  await manager.create(cgroupRoot.split('/').filter((part) => part !== ''));
+}
+
+/** Removes a kubelet's --cgroup-root hierarchy, which kubelets leave behind when they stop (Go's too). */
+export async function removeCgroupTree(cgroupRoot: string): Promise<void> {
+  const manager = await createCgroupManager({ driver: 'cgroupfs' });
+  await manager.destroy(cgroupRoot.split('/').filter((part) => part !== ''));
+}
