@@ -1,6 +1,7 @@
 // Test doubles for the container manager, published as `@kubelet-ts/container-manager/testing`.
 import { posix } from 'node:path';
-import { cgroupfsName } from './cgroup-names.js';
+import { cgroupfsName, parseCgroupfsToCgroupName } from './cgroup-names.js';
+import { createCgroupManager } from './cgroup-manager.js';
 import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
 
 export { RecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
@@ -382,4 +383,19 @@ export class FakeCgroupManager implements CgroupManager {
       .map((key) => key.slice(prefix.length))
       .sort();
   }
+}
+
+/**
+ * Makes a real cgroup (e.g. a kubelet's `--cgroup-root`, which must exist before the kubelet starts, as in Go) on
+ * the host's cgroupfs: for harnesses that run several kubelets on one host, each under a root of its own.
+ */
+export async function ensureHostCgroup(literal: string): Promise<void> {
+  const manager = await createCgroupManager({ driver: 'cgroupfs' });
+  await manager.create(parseCgroupfsToCgroupName(literal));
+}
+
+/** Removes a real cgroup and everything under it (processes still in it are killed first); a missing one is fine. */
+export async function removeHostCgroup(literal: string): Promise<void> {
+  const manager = await createCgroupManager({ driver: 'cgroupfs' });
+  await manager.destroy(parseCgroupfsToCgroupName(literal));
 }

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
 import { ContainerManager, createCgroupManager, type CgroupManager } from '../src/index.js';
+import { ensureHostCgroup, removeHostCgroup } from '../src/testing.js';
 import { guaranteedPod, burstablePod } from './helpers.js';
 
 const ROOT = '/sys/fs/cgroup';
@@ -79,5 +80,17 @@ if (skipReason) {
     await cm.stop();
     await cgroups.destroy([testRoot]);
     for (const subsystem of ['cpu', 'cpuacct', 'cpuset', 'memory', 'pids']) t.notOk(existsSync(`${ROOT}/${subsystem}/${testRoot}`), `${subsystem} cleaned up`);
+  });
+
+  t.test('ensureHostCgroup makes a --cgroup-root in every hierarchy; removeHostCgroup removes it, twice without error', async (t) => {
+    const literal = `/${testRoot}-harness/node-a`;
+    await ensureHostCgroup(literal);
+    for (const subsystem of ['cpu', 'memory', 'pids']) t.ok(existsSync(`${ROOT}/${subsystem}${literal}`), `${subsystem}${literal} exists`);
+    await ensureHostCgroup(literal);
+    t.pass('making it again is fine');
+    await removeHostCgroup(`/${testRoot}-harness`);
+    for (const subsystem of ['cpu', 'memory', 'pids']) t.notOk(existsSync(`${ROOT}/${subsystem}/${testRoot}-harness`), `${subsystem} removed with its children`);
+    await removeHostCgroup(`/${testRoot}-harness`);
+    t.pass('removing a missing one is fine');
   });
 }

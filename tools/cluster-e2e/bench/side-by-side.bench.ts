@@ -8,7 +8,8 @@
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
-import { Kubectl, KubeletProcess, ensureCluster, nodeKubeconfig, removeRuntimePods, unmountAndRemove, waitFor, type ProcessResources } from '../src/index.js';
+import { ensureHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { Kubectl, KubeletProcess, ensureCluster, nodeKubeconfig, ourCgroupRoot, removeRuntimePods, unmountAndRemove, waitFor, type ProcessResources } from '../src/index.js';
 import { condition, httpDeployment } from '../src/workloads.js';
 
 type Kind = KubeletProcess['kind'];
@@ -48,6 +49,7 @@ async function benchOne(kind: Kind, kubectl: Kubectl, containerd: ReturnType<typ
   const options = { node, kubeconfig, runtimeEndpoint: containerd.endpoint, dir };
   const rates = ['--kube-api-qps=50', '--kube-api-burst=100', '--event-qps=50', '--event-burst=100'];
   // The Go kubelet gets the same API rates through its config file.
+  if (kind !== 'go-kubelet') await ensureHostCgroup(ourCgroupRoot(node));
   const kubelet = kind === 'go-kubelet' ? KubeletProcess.startGo(options, cluster) : KubeletProcess.startOurs({ ...options, extraArgs: rates });
   const run: Run = { idleRssMiB: 0, up: new Map(), down: new Map() };
   try {

@@ -38,6 +38,11 @@ export function processResources(pid: number): ProcessResources {
   return { rssBytes: rssKb * 1024, cpuSeconds: ticks / ticksPerSecond() };
 }
 
+/** The --cgroup-root our kubelet gets for a node unless a test names one. */
+export function ourCgroupRoot(node: string): string {
+  return `/kts-${node}`;
+}
+
 /** A kubelet (ours or Go's) running as its own process, its output in `<dir>/kubelet.log`. */
 export class KubeletProcess {
   readonly exited: Promise<number | null>;
@@ -75,6 +80,9 @@ export class KubeletProcess {
       `--root-dir=${join(options.dir, 'root')}`,
       `--pod-logs-dir=${join(options.dir, 'pod-logs')}`,
       ...(options.staticPodPath ? [`--pod-manifest-path=${options.staticPodPath}`] : []),
+      // Each node's pods in a cgroup root of its own: kubelets sharing one kubepods would take each other's pod
+      // cgroups for orphans (and so would Go's kubelet, whose kubepods is the host's /kubepods).
+      ...(options.extraArgs?.some((arg) => arg.startsWith('--cgroup-root')) ? [] : [`--cgroup-root=${ourCgroupRoot(options.node)}`]),
       ...(options.extraArgs ?? []),
     ];
     return KubeletProcess.spawn('kubelet-ts', process.execPath, args, options.dir);

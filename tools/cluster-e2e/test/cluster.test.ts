@@ -7,11 +7,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import {
+  ensureCluster,
   Kubectl,
   KubeletProcess,
-  ensureCluster,
   nodeKubeconfig,
+  ourCgroupRoot,
   removeRuntimePods,
   restartComponent,
   unmountAndRemove,
@@ -36,6 +38,7 @@ mkdirSync(manifests);
 writeFileSync(join(manifests, 'static-web.json'), JSON.stringify(staticPod('static-web', containerd.busyboxImage)));
 const mirrorName = `static-web-${NODE}`;
 const kubeconfig = await nodeKubeconfig(NODE);
+await ensureHostCgroup(ourCgroupRoot(NODE));
 
 /** The cluster DNS service IP the kubelet hands to ClusterFirst pods (a kube-dns address in the cluster's service range). */
 const CLUSTER_DNS = '10.96.0.10';
@@ -57,6 +60,7 @@ t.teardown(async () => {
   await kubectl.run(['delete', 'pod', '-n', 'default', mirrorName, '--ignore-not-found', '--wait=false']).catch(() => undefined);
   await kubectl.run(['delete', 'node', NODE, '--ignore-not-found']).catch(() => undefined);
   await removeRuntimePods(containerd.endpoint, (pod) => pod.namespace === NS || pod.name.endsWith(`-${NODE}`));
+  await removeHostCgroup(ourCgroupRoot(NODE)).catch(() => undefined);
   runtime.close();
   if (process.env.KUBELET_E2E_KEEP) console.error(`kept ${dir}`);
   else unmountAndRemove(dir);

@@ -9,7 +9,18 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
-import { Kubectl, KubeletProcess, adminWireServer, ensureCluster, nodeKubeconfig, removeRuntimePods, unmountAndRemove, waitFor } from '../src/index.js';
+import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
+import {
+  adminWireServer,
+  ensureCluster,
+  Kubectl,
+  KubeletProcess,
+  nodeKubeconfig,
+  ourCgroupRoot,
+  removeRuntimePods,
+  unmountAndRemove,
+  waitFor,
+} from '../src/index.js';
 import { condition, isPodReady, sleepForever } from '../src/workloads.js';
 
 type Json = Record<string, any>;
@@ -23,6 +34,7 @@ const cluster = await ensureCluster();
 const kubectl = new Kubectl(cluster);
 const dir = mkdtempSync(join(containerd.root, 'server-e2e-'));
 const kubeconfig = await nodeKubeconfig(NODE);
+await ensureHostCgroup(ourCgroupRoot(NODE));
 const kubelet = KubeletProcess.startOurs({
   node: NODE,
   kubeconfig,
@@ -37,6 +49,7 @@ t.teardown(async () => {
   await kubectl.run(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false']).catch(() => undefined);
   await kubectl.run(['delete', 'node', NODE, '--ignore-not-found']).catch(() => undefined);
   await removeRuntimePods(containerd.endpoint, (pod) => pod.namespace === NS);
+  await removeHostCgroup(ourCgroupRoot(NODE)).catch(() => undefined);
   if (process.env.KUBELET_E2E_KEEP) console.error(`kept ${dir}`);
   else unmountAndRemove(dir);
 });

@@ -7,10 +7,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, statSyn
 import { join } from 'node:path';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import {
-  Kubectl,
-  KubeletProcess,
-  VOLUME_MOUNTS,
   configMapObject,
   configMapVolumePod,
   ensureCluster,
@@ -19,11 +17,15 @@ import {
   hostPathDirectoryPod,
   jwtClaims,
   kubeApiAccessPod,
+  Kubectl,
+  KubeletProcess,
   nodeKubeconfig,
+  ourCgroupRoot,
   removeRuntimePods,
   secretObject,
   tokenReview,
   unmountAndRemove,
+  VOLUME_MOUNTS,
   volumesPod,
   waitFor,
 } from '../src/index.js';
@@ -60,6 +62,7 @@ mkdirSync(hostDir);
 writeFileSync(join(hostDir, 'from-host.txt'), 'host data\n');
 const hostDirToCreate = join(dir, 'hostpath-created', 'sub');
 const kubeconfig = await nodeKubeconfig(NODE);
+await ensureHostCgroup(ourCgroupRoot(NODE));
 
 const startKubelet = () =>
   KubeletProcess.startOurs({
@@ -77,6 +80,7 @@ t.teardown(async () => {
   await kubectl.run(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false']).catch(() => undefined);
   await kubectl.run(['delete', 'node', NODE, '--ignore-not-found']).catch(() => undefined);
   await removeRuntimePods(containerd.endpoint, (pod) => pod.namespace === NS);
+  await removeHostCgroup(ourCgroupRoot(NODE)).catch(() => undefined);
   runtime.close();
   if (process.env.KUBELET_E2E_KEEP) console.error(`kept ${dir}`);
   else unmountAndRemove(dir);

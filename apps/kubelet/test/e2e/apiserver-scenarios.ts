@@ -7,7 +7,8 @@ import { noopLogger, pollUntil } from '@kubelet-ts/core';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { startTestApiServer } from '@kubelet-ts/test-apiserver';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet, type RunningKubelet } from '../../src/index.js';
-import { ensureCgroupRoot, removeCgroupTree, removeScratchDir, sleepForever, type E2ETarget } from './harness.js';
+import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { removeScratchDir, sleepForever, type E2ETarget } from './harness.js';
 
 const NAMESPACE = 'e2e-api';
 
@@ -73,7 +74,7 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
   t.test(`API server mode on ${target.name}`, async (t) => {
     const dir = mkdtempSync(join(target.scratchRoot, 'kubelet-e2e-api-'));
     const cgroupRoot = `/kts-${basename(dir)}`;
-    await ensureCgroupRoot(cgroupRoot);
+    await ensureHostCgroup(cgroupRoot);
     const server = await startTestApiServer({});
     const runtime = new RemoteRuntimeService({ endpoint: target.endpoint });
     const started: { kubelet?: RunningKubelet } = {};
@@ -91,7 +92,7 @@ export function apiServerScenarios(t: Test, target: E2ETarget, options: ApiServe
       }
       runtime.close();
       await removeScratchDir(dir);
-      await removeCgroupTree(cgroupRoot);
+      await removeHostCgroup(cgroupRoot);
     });
     const get = (resource: string, namespace: string | undefined, name: string) => server.store.get(resource, namespace, name) as JsonPod | undefined;
     const kubeconfig = join(dir, 'kubeconfig');

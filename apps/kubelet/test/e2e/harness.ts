@@ -3,7 +3,7 @@ import { container } from 'tsyringe';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { SystemMounter } from '@kubelet-ts/volume-manager';
 import { basename, join } from 'node:path';
-import { createCgroupManager } from '@kubelet-ts/container-manager';
+import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
 import { RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
@@ -65,7 +65,7 @@ export class E2EEnv {
 
   /** Starts a kubelet on this environment's manifests and root dir, as the binary would. */
   async startKubelet(): Promise<TestKubelet> {
-    await ensureCgroupRoot(this.cgroupRoot);
+    await ensureHostCgroup(this.cgroupRoot);
     const config = resolveConfig(
       parseFlags([
         `--pod-manifest-path=${this.manifests}`,
@@ -142,7 +142,7 @@ export class E2EEnv {
     }
     this.runtime.close();
     await removeScratchDir(this.dir);
-    await removeCgroupTree(this.cgroupRoot);
+    await removeHostCgroup(this.cgroupRoot);
   }
 }
 
@@ -158,15 +158,3 @@ export async function removeScratchDir(dir: string): Promise<void> {
 
 export const running = (name: string) => (status: V1PodStatus) =>
   status.phase === 'Running' && (status.containerStatuses ?? []).length > 0 && (status.containerStatuses ?? []).every((c) => c.state?.running) && name.length > 0;
-
-/** Makes a kubelet's --cgroup-root, which must exist before the kubelet starts (as in Go). */
-export async function ensureCgroupRoot(cgroupRoot: string): Promise<void> {
-  const manager = await createCgroupManager({ driver: 'cgroupfs' });
-  await manager.create(cgroupRoot.split('/').filter((part) => part !== ''));
-}
-
-/** Removes a kubelet's --cgroup-root hierarchy, which kubelets leave behind when they stop (Go's too). */
-export async function removeCgroupTree(cgroupRoot: string): Promise<void> {
-  const manager = await createCgroupManager({ driver: 'cgroupfs' });
-  await manager.destroy(cgroupRoot.split('/').filter((part) => part !== ''));
-}
