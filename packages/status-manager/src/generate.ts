@@ -11,6 +11,7 @@ import {
   type ContainerStatus,
   type PodStatus,
 } from '@kubelet-ts/core';
+import { keepPhaseReason } from './status-util.js';
 
 export const PodPhase = { Pending: 'Pending', Running: 'Running', Succeeded: 'Succeeded', Failed: 'Failed', Unknown: 'Unknown' } as const;
 
@@ -503,8 +504,11 @@ export function generateAPIPodStatus(inputs: PodStatusInputs): V1PodStatus {
     if (reason) s.reason = reason;
     if (message) s.message = message;
   }
-  // Pods never leave a terminal phase the API server shows.
-  if (isPodPhaseTerminal(apiStatus.phase) && s.phase !== apiStatus.phase) s.phase = apiStatus.phase;
+  // Pods never leave a terminal phase the API server shows, nor the reason that came with it.
+  if (isPodPhaseTerminal(apiStatus.phase) && s.phase !== apiStatus.phase) {
+    s.phase = apiStatus.phase;
+    keepPhaseReason(s, apiStatus);
+  }
 
   const conditions: V1PodCondition[] = [];
   for (const c of apiStatus.conditions ?? []) if (!podConditionByKubelet(c.type)) conditions.push(clone(c));

@@ -34,7 +34,7 @@ import {
 } from './generate.js';
 import { podStatusToJson } from './json.js';
 import { preparePodStatusPatch } from './patch.js';
-import { checkContainerStateTransition, hasPodInitialized, initializedContainers, isPodStatusByKubeletEqual, mergePodStatus, normalizeStatus } from './status-util.js';
+import { checkContainerStateTransition, hasPodInitialized, initializedContainers, isPodStatusByKubeletEqual, keepPhaseReason, mergePodStatus, normalizeStatus } from './status-util.js';
 
 /** The pods the kubelet knows (Go: the parts of pod.Manager the status manager uses). */
 export interface PodManagerLike {
@@ -362,10 +362,12 @@ export class KubeletStatusManager implements StatusManager {
       this.logger.error('Status update on pod aborted', new Error(refused), { pod: podRef(pod) });
       return;
     }
-    // A terminal phase is final.
+    // A terminal phase is final, and so are the reason and message that came with it (an eviction's Evicted stays on a
+    // pod whose container then exited 0).
     if (isPodPhaseTerminal(oldStatus.phase) && status.phase !== oldStatus.phase) {
       this.logger.error('Pod attempted illegal phase transition', undefined, { pod: podRef(pod), originalStatusPhase: oldStatus.phase, apiStatusPhase: status.phase });
       status.phase = oldStatus.phase;
+      keepPhaseReason(status, oldStatus);
     }
 
     // Fields the API server set that a caller's status may not carry.

@@ -174,3 +174,11 @@ export function initializedContainers(containers: V1ContainerStatus[]): V1Contai
   }
   return containers.slice(0, 1);
 }
+
+/** The reason and message of the status whose phase another status was forced back to. */
+export function keepPhaseReason(status: V1PodStatus, from: V1PodStatus): void {
+  if (from.reason) status.reason = from.reason;
+  else delete status.reason;
+  if (from.message) status.message = from.message;
+  else delete status.message;
+}

@@ -152,6 +152,11 @@ t.test('generateAPIPodStatus: waiting reasons, terminal phases, lost containers,
   t.equal(generateAPIPodStatus({ pod, status: restarted, oldPodStatus: s, now: T0 }).phase, 'Succeeded');
   const apiTerminal = { ...pod, status: { phase: 'Failed' } as V1PodStatus };
   t.equal(generateAPIPodStatus({ pod: apiTerminal, status: restarted, now: T0 }).phase, 'Failed', 'the API server\'s terminal phase wins');
+  // An evicted pod whose container then exits 0: the API server's Failed stays, with its reason and message.
+  const evictedApi = { ...makePod('evicted', { containers: ['main'] }), status: { phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: ephemeral-storage. ' } as V1PodStatus };
+  const exitedZero = runtimeStatus(evictedApi, [container('main', 'exited', { exitCode: 0 })]);
+  const kept = generateAPIPodStatus({ pod: evictedApi, status: exitedZero, podIsTerminal: true, oldPodStatus: { phase: 'Running' }, now: T0 });
+  t.same([kept.phase, kept.reason, kept.message], ['Failed', 'Evicted', 'The node was low on resource: ephemeral-storage. '], 'the forced phase keeps the reason it came with');
 
   const crash = makePod('crash', { containers: ['c'] });
   const crashed = runtimeStatus(crash, [container('c', 'exited', { exitCode: 1, reason: 'Error' })]);

@@ -127,6 +127,19 @@ t.test('terminal phases are final; refused transitions keep the old status', asy
   t.equal(sm.getPodStatus('uid-job')!.containerStatuses![0].state?.terminated?.exitCode, 0);
 });
 
+t.test('an evicted pod whose container exits 0 stays Failed with reason Evicted', async (t) => {
+  const { sm, addPod } = setup(t, { start: false });
+  const pod = addPod(makePod('evicted'));
+  const running = generateAPIPodStatus({ pod, status: runtimeStatus(pod, [container('app', 'running', { id: { type: 'containerd', id: 'c1' } })]), now: T0 });
+  sm.setPodStatus(pod, { ...running, phase: 'Failed', reason: 'Evicted', message: 'The node was low on resource: memory. ' });
+  const exited = generateAPIPodStatus({ pod, status: runtimeStatus(pod, [container('app', 'exited', { exitCode: 0, id: { type: 'containerd', id: 'c1' } })]), podIsTerminal: true, now: T0 });
+  t.equal(exited.phase, 'Succeeded', 'on its own the exit would make the pod Succeeded');
+  sm.setPodStatus(pod, exited);
+  const status = sm.getPodStatus('uid-evicted')!;
+  t.same([status.phase, status.reason, status.message], ['Failed', 'Evicted', 'The node was low on resource: memory. ']);
+  t.equal(status.containerStatuses![0].state?.terminated?.exitCode, 0, 'the container status is the new one');
+});
+
 t.test('setContainerReadiness and setContainerStartup update the cached status and conditions', async (t) => {
   const { sm, addPod, settle, client, logger } = setup(t);
   const pod = addPod(makePod('web'));
