@@ -8,7 +8,7 @@
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
-import { ensureHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { Kubectl, KubeletProcess, ensureCluster, nodeKubeconfig, ourCgroupRoot, removeRuntimePods, unmountAndRemove, waitFor, type ProcessResources } from '../src/index.js';
 import { condition, httpDeployment } from '../src/workloads.js';
 
@@ -49,8 +49,7 @@ async function benchOne(kind: Kind, kubectl: Kubectl, containerd: ReturnType<typ
   const options = { node, kubeconfig, runtimeEndpoint: containerd.endpoint, dir };
   const rates = ['--kube-api-qps=50', '--kube-api-burst=100', '--event-qps=50', '--event-burst=100'];
   // The Go kubelet gets the same API rates through its config file.
-  if (kind !== 'go-kubelet') await ensureHostCgroup(ourCgroupRoot(node));
-  const kubelet = kind === 'go-kubelet' ? KubeletProcess.startGo(options, cluster) : KubeletProcess.startOurs({ ...options, extraArgs: rates });
+  const kubelet = kind === 'go-kubelet' ? KubeletProcess.startGo(options, cluster) : await KubeletProcess.startOurs({ ...options, extraArgs: rates });
   const run: Run = { idleRssMiB: 0, up: new Map(), down: new Map() };
   try {
     await waitFor(`${kind}: node Ready`, async () => condition(await kubectl.getOrUndefined(['node', node]), 'Ready')?.status === 'True', 120_000, () => kubelet.logTail());
@@ -80,6 +79,7 @@ async function benchOne(kind: Kind, kubectl: Kubectl, containerd: ReturnType<typ
     await kubectl.run(['delete', 'namespace', namespace, '--ignore-not-found', '--wait=false']).catch(() => undefined);
     await kubectl.run(['delete', 'node', node, '--ignore-not-found']).catch(() => undefined);
     await removeRuntimePods(containerd.endpoint, (pod) => pod.namespace === namespace);
+    if (kind === 'kubelet-ts') await removeHostCgroup(ourCgroupRoot(node)).catch(() => undefined);
     unmountAndRemove(dir);
   }
   return run;

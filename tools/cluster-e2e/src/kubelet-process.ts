@@ -1,6 +1,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { repoRoot, type ClusterEnv } from './cluster.js';
 
 export interface NodeAgentOptions {
@@ -70,8 +71,17 @@ export class KubeletProcess {
     return this.exitCode === undefined;
   }
 
-  /** Our kubelet: the built binary (apps/kubelet/dist/main.js) on plain node, as an operator runs it. */
-  static startOurs(options: NodeAgentOptions): KubeletProcess {
+  /**
+   * Our kubelet: the built binary (apps/kubelet/dist/main.js) on plain node, as an operator runs it. Its
+   * `--cgroup-root` (the test's own, or ourCgroupRoot(node)) is made first: the kubelet refuses a missing one, as Go's
+   * does. The root outlives stop(), which leaves the pods running; a test's teardown removes it (removeHostCgroup).
+   */
+  static async startOurs(options: NodeAgentOptions): Promise<KubeletProcess> {
+    const given = options.extraArgs?.find((arg) => arg.startsWith('--cgroup-root='));
+    // Each node's pods in a cgroup root of its own: kubelets sharing one kubepods would take each other's pod
+    // cgroups for orphans (and so would Go's kubelet, whose kubepods is the host's /kubepods).
+    const cgroupRoot = given ? given.slice('--cgroup-root='.length) : ourCgroupRoot(options.node);
+    await ensureHostCgroup(cgroupRoot);
     const args = [
       join(repoRoot, 'apps/kubelet/dist/main.js'),
       `--kubeconfig=${options.kubeconfig}`,
@@ -80,9 +90,7 @@ export class KubeletProcess {
       `--root-dir=${join(options.dir, 'root')}`,
       `--pod-logs-dir=${join(options.dir, 'pod-logs')}`,
       ...(options.staticPodPath ? [`--pod-manifest-path=${options.staticPodPath}`] : []),
-      // Each node's pods in a cgroup root of its own: kubelets sharing one kubepods would take each other's pod
-      // cgroups for orphans (and so would Go's kubelet, whose kubepods is the host's /kubepods).
-      ...(options.extraArgs?.some((arg) => arg.startsWith('--cgroup-root')) ? [] : [`--cgroup-root=${ourCgroupRoot(options.node)}`]),
+      ...(given ? [] : [`--cgroup-root=${cgroupRoot}`]),
       ...(options.extraArgs ?? []),
     ];
     return KubeletProcess.spawn('kubelet-ts', process.execPath, args, options.dir);

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
-import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import {
   ensureCluster,
   Kubectl,
@@ -38,7 +38,6 @@ mkdirSync(manifests);
 writeFileSync(join(manifests, 'static-web.json'), JSON.stringify(staticPod('static-web', containerd.busyboxImage)));
 const mirrorName = `static-web-${NODE}`;
 const kubeconfig = await nodeKubeconfig(NODE);
-await ensureHostCgroup(ourCgroupRoot(NODE));
 
 /** The cluster DNS service IP the kubelet hands to ClusterFirst pods (a kube-dns address in the cluster's service range). */
 const CLUSTER_DNS = '10.96.0.10';
@@ -51,7 +50,7 @@ const startKubelet = () =>
     staticPodPath: manifests,
     extraArgs: [`--cluster-dns=${CLUSTER_DNS}`, '--cluster-domain=cluster.local'],
   });
-let kubelet = startKubelet();
+let kubelet = await startKubelet();
 const kubeletLog = () => kubelet.logTail();
 
 t.teardown(async () => {
@@ -270,7 +269,7 @@ await t.test('a kubelet stopped with SIGTERM and started again adopts the runnin
   for (const [name, namespace] of [[(await pods('app=web'))[0].metadata.name, NS], ['liveness', NS], [mirrorName, 'default']]) before.set(`${namespace}/${name}`, (await getPod(name, namespace))!);
   t.equal(await kubelet.stop(), 0, 'the kubelet exits 0 on SIGTERM');
   const restartedAt = Date.now();
-  kubelet = startKubelet();
+  kubelet = await startKubelet();
   // The binary prints each pod's status as it syncs it: once every pod shows up, the new kubelet has adopted it.
   await waitFor('the restarted kubelet syncing every pod', async () => [...before.keys()].every((key) => kubelet.output().includes(`pod ${key} Running`)), 60_000, kubeletLog);
   await waitFor('a lease renewal by the restarted kubelet', async () => Date.parse((await kubectl.getOrUndefined(['lease', '-n', 'kube-node-lease', NODE]))?.spec.renewTime ?? '0') >= restartedAt - 1000, 30_000);
@@ -296,7 +295,7 @@ await t.test('a kubelet killed for longer than the node monitor grace period: th
   // The controller marks the node's pods not Ready; the kubelet has to set them right when it is back.
   await waitFor('the web pod marked not Ready by the controller', async () => !isPodReady((await pods('app=web'))[0]), 30_000);
 
-  kubelet = startKubelet();
+  kubelet = await startKubelet();
   const ready = await waitFor('the node Ready again', async () => {
     const node = await getNode();
     return nodeReady(node)?.status === 'True' && node;

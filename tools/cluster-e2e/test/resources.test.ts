@@ -7,8 +7,9 @@
 import t from 'tap';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseMeminfo } from '@kubelet-ts/core';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
-import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { ensureCluster, Kubectl, KubeletProcess, nodeKubeconfig, ourCgroupRoot, removeRuntimePods, unmountAndRemove, waitFor } from '../src/index.js';
 import { condition, sleepForever } from '../src/workloads.js';
 
@@ -27,13 +28,12 @@ const kubectl = new Kubectl(cluster);
 const dir = mkdtempSync(join(containerd.root, 'resources-e2e-'));
 const root = join(dir, 'root');
 const kubeconfig = await nodeKubeconfig(NODE);
-await ensureHostCgroup(CGROUP_ROOT);
 const cgroupV1 = !existsSync(join(CGROUP_MOUNT, 'cgroup.controllers'));
 
 const baseArgs = ['--sync-frequency=10s', `--cgroup-root=${CGROUP_ROOT}`, '--cgroups-per-qos=true', '--cgroup-driver=cgroupfs'];
 const startKubelet = (extraArgs: string[] = []) =>
   KubeletProcess.startOurs({ node: NODE, kubeconfig, runtimeEndpoint: containerd.endpoint, dir, extraArgs: [...baseArgs, ...extraArgs] });
-let kubelet = startKubelet();
+let kubelet = await startKubelet();
 const kubeletLog = () => kubelet.logTail(80);
 
 t.teardown(async () => {
@@ -76,6 +76,23 @@ async function running(name: string, timeoutMs = 60_000): Promise<Json> {
   }, timeoutMs, kubeletLog);
 }
 
+async function failed(name: string, timeoutMs: number): Promise<Json> {
+  return waitFor(`pod ${name} Failed`, async () => {
+    const p = await getPod(name);
+    return p?.status?.phase === 'Failed' && p;
+  }, timeoutMs, kubeletLog);
+}
+
+/** Restarts the kubelet with one hard eviction threshold and waits for the node Ready without that pressure. */
+async function restartWithEvictionHard(threshold: string, pressure: 'MemoryPressure' | 'DiskPressure'): Promise<void> {
+  await kubelet.stop();
+  kubelet = await startKubelet([`--eviction-hard=${threshold}`, '--eviction-pressure-transition-period=30s']);
+  await waitFor(`node Ready without ${pressure} after the restart`, async () => {
+    const node = await getNode();
+    return condition(node, 'Ready')?.status === 'True' && condition(node, pressure)?.status === 'False';
+  }, 60_000, kubeletLog);
+}
+
 /** A cgroup v1 file of a subsystem, under the kubelet's cgroup root. */
 const cgroupFile = (subsystem: string, path: string, file: string) => readFileSync(join(CGROUP_MOUNT, subsystem, CGROUP_ROOT, path, file), 'utf8').trim();
 const cgroupExists = (subsystem: string, path: string) => existsSync(join(CGROUP_MOUNT, subsystem, CGROUP_ROOT, path));
@@ -83,7 +100,7 @@ const containerId = (p: Json) => String(p.status.containerStatuses[0].containerI
 
 /** Go's memory.available: MemTotal minus the root cgroup's working set (usage less inactive file pages). */
 function memoryAvailableBytes(): number {
-  const memTotal = Number(/^MemTotal:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+  const memTotal = parseMeminfo(readFileSync('/proc/meminfo', 'utf8')).get('MemTotal')!;
   const usage = Number(readFileSync(join(CGROUP_MOUNT, 'memory', 'memory.usage_in_bytes'), 'utf8'));
   const inactive = Number(/^total_inactive_file (\d+)$/m.exec(readFileSync(join(CGROUP_MOUNT, 'memory', 'memory.stat'), 'utf8'))?.[1] ?? 0);
   return memTotal - Math.max(0, usage - inactive);
@@ -168,19 +185,11 @@ await t.test('with memory.available just under what is free, a memory hog is evi
   const available = memoryAvailableBytes();
   const threshold = Math.floor((available - 1024 * MiB) / MiB);
   t.comment(`memory.available ${Math.round(available / MiB)}Mi: --eviction-hard=memory.available<${threshold}Mi`);
-  await kubelet.stop();
-  kubelet = startKubelet([`--eviction-hard=memory.available<${threshold}Mi`, '--eviction-pressure-transition-period=30s']);
-  await waitFor('node Ready after the restart', async () => {
-    const node = await getNode();
-    return condition(node, 'Ready')?.status === 'True' && condition(node, 'MemoryPressure')?.status === 'False';
-  }, 60_000, kubeletLog);
+  await restartWithEvictionHard(`memory.available<${threshold}Mi`, 'MemoryPressure');
 
   // Burstable, so admission does not refuse it should the node already be near the threshold.
   await createObject(pod('hog', { ...memoryHog(2048 * MiB), resources: { requests: { memory: '16Mi' } } }));
-  const evicted = await waitFor('pod hog Failed with reason Evicted', async () => {
-    const p = await getPod('hog');
-    return p?.status?.phase === 'Failed' && p;
-  }, 120_000, kubeletLog);
+  const evicted = await failed('hog', 120_000);
   t.equal(evicted.status.reason, 'Evicted', 'kubectl: reason Evicted');
   t.match(evicted.status.message, /^The node was low on resource: memory\. /, `kubectl: Go's eviction message: ${evicted.status.message}`);
   const event = await waitFor('an Evicted event for hog', async () => (await eventsFor('hog')).find((e) => e.reason === 'Evicted'), 30_000, kubeletLog);
@@ -204,10 +213,7 @@ await t.test('with memory.available just under what is free, a memory hog is evi
   const pressureStill = condition(await getNode(), 'MemoryPressure')?.status === 'True';
   if (pressureStill) {
     await createObject(pod('besteffort-under-pressure', sleeper));
-    const rejected = await waitFor('the BestEffort pod rejected', async () => {
-      const p = await getPod('besteffort-under-pressure');
-      return p?.status?.phase === 'Failed' && p;
-    }, 30_000, kubeletLog);
+    const rejected = await failed('besteffort-under-pressure', 30_000);
     t.equal(rejected.status.reason, 'Evicted', 'rejected with reason Evicted');
     t.equal(rejected.status.message, 'Pod The node had condition: [MemoryPressure]. ', 'Go 1.20\'s rejection message');
   } else {
@@ -225,12 +231,7 @@ await t.test('with nodefs.available just under what is free, a pod filling an em
   const free = fs.bavail * fs.bsize;
   const threshold = Math.floor((free - 1024 * MiB) / MiB);
   t.comment(`nodefs.available ${Math.round(free / MiB)}Mi: --eviction-hard=nodefs.available<${threshold}Mi`);
-  await kubelet.stop();
-  kubelet = startKubelet([`--eviction-hard=nodefs.available<${threshold}Mi`, '--eviction-pressure-transition-period=30s']);
-  await waitFor('node Ready without disk pressure after the restart', async () => {
-    const node = await getNode();
-    return condition(node, 'Ready')?.status === 'True' && condition(node, 'DiskPressure')?.status === 'False';
-  }, 60_000, kubeletLog);
+  await restartWithEvictionHard(`nodefs.available<${threshold}Mi`, 'DiskPressure');
 
   await createObject(
     pod(
@@ -239,10 +240,7 @@ await t.test('with nodefs.available just under what is free, a pod filling an em
       { volumes: [{ name: 'data', emptyDir: {} }] },
     ),
   );
-  const evicted = await waitFor('pod filler Failed with reason Evicted', async () => {
-    const p = await getPod('filler');
-    return p?.status?.phase === 'Failed' && p;
-  }, 120_000, kubeletLog);
+  const evicted = await failed('filler', 120_000);
   t.equal(evicted.status.reason, 'Evicted', 'kubectl: reason Evicted, though the container exited 0 on SIGTERM');
   t.match(evicted.status.message, /^The node was low on resource: ephemeral-storage\. /, `kubectl: Go's eviction message: ${evicted.status.message}`);
   await waitFor('node DiskPressure True', async () => condition(await getNode(), 'DiskPressure')?.status === 'True', 60_000, kubeletLog);

@@ -9,7 +9,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
-import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import {
   adminWireServer,
   ensureCluster,
@@ -34,8 +34,7 @@ const cluster = await ensureCluster();
 const kubectl = new Kubectl(cluster);
 const dir = mkdtempSync(join(containerd.root, 'server-e2e-'));
 const kubeconfig = await nodeKubeconfig(NODE);
-await ensureHostCgroup(ourCgroupRoot(NODE));
-const kubelet = KubeletProcess.startOurs({
+const kubelet = await KubeletProcess.startOurs({
   node: NODE,
   kubeconfig,
   runtimeEndpoint: containerd.endpoint,

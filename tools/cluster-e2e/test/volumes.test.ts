@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, statSyn
 import { join } from 'node:path';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
-import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import {
   configMapObject,
   configMapVolumePod,
@@ -62,7 +62,6 @@ mkdirSync(hostDir);
 writeFileSync(join(hostDir, 'from-host.txt'), 'host data\n');
 const hostDirToCreate = join(dir, 'hostpath-created', 'sub');
 const kubeconfig = await nodeKubeconfig(NODE);
-await ensureHostCgroup(ourCgroupRoot(NODE));
 
 const startKubelet = () =>
   KubeletProcess.startOurs({
@@ -72,7 +71,7 @@ const startKubelet = () =>
     dir,
     extraArgs: ['--sync-frequency=10s', '--cluster-dns=10.96.0.10', '--cluster-domain=cluster.local'],
   });
-let kubelet = startKubelet();
+let kubelet = await startKubelet();
 const kubeletLog = () => kubelet.logTail(60);
 
 t.teardown(async () => {
@@ -421,7 +420,7 @@ await t.test('a kubelet restart keeps every volume as it is (nothing mounted twi
   t.ok(before.length >= 3, `${before.length} mounts of the pod before the restart`);
   await kubelet.stop();
   await kubectl.run(['delete', 'pod', '-n', NS, gone.metadata.name, '--grace-period=0', '--force', '--wait=false']);
-  kubelet = startKubelet();
+  kubelet = await startKubelet();
   await waitFor('the node Ready again', async () => {
     const node = await kubectl.getOrUndefined(['node', NODE]);
     return node?.status?.conditions?.find((c: Json) => c.type === 'Ready')?.status === 'True' && kubelet.logTail(200).includes('Starting Kubelet Volume Manager');
