@@ -386,6 +386,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
   c.register<KubeletOptions['createPodWorkers']>(Tokens.PodWorkersFactory, {
     useFactory: (c: DependencyContainer) => (syncer: PodSyncer) => {
       const metrics = c.resolve<KubeletMetrics>(Tokens.Metrics);
+      const pleg = c.resolve<PodLifecycleEventGenerator>(Tokens.PLEG);
       return new PodWorkers({
         syncer,
         cache: c.resolve(Tokens.PodCache),
@@ -393,6 +394,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         logger: c.resolve(Tokens.Logger),
         resyncIntervalMs: config.syncFrequencyMs,
         onSyncDuration: (operationType, durationMs) => metrics.observePodWorkerDuration(operationType, durationMs),
+        refreshPodStatus: pleg instanceof EventedPLEG ? (pod) => pleg.refreshPodStatus(pod) : undefined,
       });
     },
   });

@@ -122,7 +122,8 @@ export class PodCache {
     return entry?.error ? { status, error: entry.error } : { status };
   }
 
-  private isNewerThan(uid: string, minTime: number): boolean {
+  /** Whether getNewerThan(uid, minTime) would resolve at once. */
+  isNewerThan(uid: string, minTime: number): boolean {
     if (this.globalTimestamp !== undefined && this.globalTimestamp > minTime) return true;
     const entry = this.entries.get(uid);
     return entry !== undefined && entry.modified > minTime;

@@ -151,6 +151,18 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     return this.generic.updateCache(pod, uid);
   }
 
+  /**
+   * Inspects one pod now, for a pod worker whose pod's cached status predates its previous sync. The event
+   * for a sync's own last change (its container started) is created while that sync still runs, so it is
+   * never newer than the sync's end; with no relist to follow, the worker would otherwise wait for the
+   * periodic global cache timestamp. Resolves false, inspecting nothing, while relisting in fallback mode.
+   */
+  async refreshPodStatus(pod: { uid: string; name: string; namespace: string }): Promise<boolean> {
+    if (this.currentMode !== 'evented') return false;
+    await this.generic.updateCache({ id: pod.uid, name: pod.name, namespace: pod.namespace, createdAt: 0, containers: [], sandboxes: [] }, pod.uid);
+    return true;
+  }
+
   start(): void {
     if (this.controller) return;
     const controller = new AbortController();

@@ -341,6 +341,22 @@ t.test('relist and updateCache delegate to the generic PLEG', async (t) => {
   t.equal(count, 0);
 });
 
+t.test('refreshPodStatus inspects one pod for a pod worker while events flow, and declines otherwise', async (t) => {
+  const { clock, runtime, cache, pleg } = setup();
+  runtime.setPod({ uid: 'p', containers: [{ id: 'c', state: 'running' }] });
+  t.equal(await pleg.refreshPodStatus({ uid: 'p', name: 'web', namespace: 'default' }), false, 'not started: nothing inspected');
+  t.equal(cache.getEntry('p'), undefined);
+  pleg.start();
+  await clock.flush();
+  t.equal(pleg.mode, 'evented');
+  clock.step(1000);
+  t.equal(await pleg.refreshPodStatus({ uid: 'p', name: 'web', namespace: 'default' }), true);
+  t.same(cache.get('p').status.containerStatuses.map((c) => c.state), ['running'], 'the runtime was asked');
+  t.equal(cache.getEntry('p')?.modified, clock.now(), 'stamped with the time of the inspection');
+  await pleg.stop();
+  t.equal(await pleg.refreshPodStatus({ uid: 'p', name: 'web', namespace: 'default' }), false, 'stopped');
+});
+
 t.test('the runtime generates each status; failures are logged and skipped, events stay in order', async (t) => {
   const clock = new FakeClock();
   const logger = new RecordingLogger();

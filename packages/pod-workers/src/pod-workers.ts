@@ -1,5 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import {
+  abortReason,
   buildPodFullName,
   isAbortError,
   isStaticPod,
@@ -10,6 +11,7 @@ import {
   type Clock,
   type Logger,
   type PodCache,
+  type PodCacheResult,
   type PodStatus,
   type RuntimePod,
 } from '@kubelet-ts/core';
@@ -152,6 +154,13 @@ export interface PodWorkersOptions {
    * syncTerminatedPod, as Go labels it.
    */
   onSyncDuration?: (operationType: string, durationMs: number) => void;
+  /**
+   * Inspects the pod's status in the runtime now and stores it in the cache; resolves false when it did not
+   * (a relist will). Given with a PLEG that does not relist after every change (the evented PLEG: EventedPLEG.
+   * refreshPodStatus): a worker whose pod's cached status predates its previous sync asks for it instead of
+   * waiting for the cache's periodic global timestamp.
+   */
+  refreshPodStatus?: (pod: { uid: string; name: string; namespace: string }) => Promise<boolean>;
 }
 
 /**
@@ -177,6 +186,7 @@ export class PodWorkers implements PodWorkersInterface {
   private readonly backOffPeriodMs: number;
   private readonly random: () => number;
   private readonly onSyncDuration?: (operationType: string, durationMs: number) => void;
+  private readonly refreshPodStatus?: (pod: { uid: string; name: string; namespace: string }) => Promise<boolean>;
   private readonly statuses = new Map<string, PodSyncStatus>();
   private readonly loops = new Map<string, Promise<void>>();
   private readonly startedStaticPodsByFullname = new Map<string, string>();
@@ -194,6 +204,7 @@ export class PodWorkers implements PodWorkersInterface {
     this.workQueue = opts.workQueue ?? new TimedWorkQueue<string>({ clock: this.clock });
     this.random = opts.random ?? Math.random;
     this.onSyncDuration = opts.onSyncDuration;
+    this.refreshPodStatus = opts.refreshPodStatus;
   }
 
   // ---- queries (Go: PodWorkers interface) ----
@@ -498,8 +509,7 @@ export class PodWorkers implements PodWorkersInterface {
       try {
         let podStatus: PodStatus | undefined;
         if (!opts.runningPod) {
-          // Wait for the PLEG to have refreshed the pod since our last sync.
-          const cached = await this.cache.getNewerThan(uid, status.lastSyncTime, signal);
+          const cached = await this.statusSince(opts.pod as V1Pod, status.lastSyncTime, signal);
           if (cached.error) throw cached.error;
           podStatus = cached.status;
         }
@@ -551,6 +561,20 @@ export class PodWorkers implements PodWorkersInterface {
       this.observeSyncDuration(opts.updateType, opts.startTime);
       if (!more) return;
     }
+  }
+
+  /** The pod's cached status once it is newer than the worker's previous sync. */
+  private async statusSince(pod: V1Pod, lastSyncTime: number, signal: AbortSignal): Promise<PodCacheResult> {
+    const uid = pod.metadata?.uid ?? '';
+    if (this.refreshPodStatus && !this.cache.isNewerThan(uid, lastSyncTime)) {
+      // The inspection starts after lastSyncTime: whatever the cache holds once it is done is fresh enough.
+      if (await this.refreshPodStatus({ uid, name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '' })) {
+        if (signal.aborted) throw abortReason(signal);
+        return this.cache.get(uid);
+      }
+    }
+    // Wait for the PLEG to have refreshed the pod since our last sync.
+    return this.cache.getNewerThan(uid, lastSyncTime, signal);
   }
 
   private observeSyncDuration(operationType: string, startTime: number | undefined): void {

@@ -472,3 +472,59 @@ t.test('stop() aborts running syncs and waits, leaving no timers or waiters', as
   await relist();
   t.equal(syncer.calls.length, 2, 'updates after stop() are ignored');
 });
+
+t.test('refreshPodStatus: a worker whose cached status predates its last sync asks for it instead of waiting for a relist', async (t) => {
+  const clock = new FakeClock();
+  const cache = new PodCache({ clock });
+  const syncer = new RecordingPodSyncer({ clock });
+  const refreshed: string[] = [];
+  let refreshes = true;
+  const workers = new PodWorkers({
+    syncer,
+    cache,
+    clock,
+    random: () => 0,
+    refreshPodStatus: async (pod) => {
+      refreshed.push(`${pod.namespace}/${pod.name}/${pod.uid}`);
+      if (!refreshes) return false;
+      // What the evented PLEG's inspection stores: the runtime asked now, which is not later than the last sync.
+      cache.set(pod.uid, { ...emptyPodStatus(pod.uid), name: pod.name, namespace: pod.namespace, timestamp: clock.now() }, undefined, clock.now());
+      return true;
+    },
+  });
+  const pod = makePod('a');
+  cache.set('a', { ...emptyPodStatus('a'), timestamp: 1 }, undefined, clock.now() + 1);
+  workers.updatePod({ updateType: 'create', pod });
+  await clock.flush();
+  t.same(refreshed, [], 'a status newer than the last sync (none yet) is used as it is');
+  t.equal(syncer.calls.length, 1);
+
+  // The event for the sync's own last change was created while it ran: older than the sync's end.
+  clock.step(10);
+  cache.set('a', { ...emptyPodStatus('a'), timestamp: clock.now() }, undefined, clock.now());
+  workers.updatePod({ updateType: 'sync', pod, mirrorPod: undefined });
+  await clock.flush();
+  t.equal(syncer.calls.length, 2, 'that status is newer than the first sync');
+  // The cache still holds what the sync acted on (its timestamp is not after the sync's end).
+  clock.step(5);
+  workers.updatePod({ updateType: 'sync', pod });
+  await clock.flush();
+  t.same(refreshed, ['default/pod-a/a'], 'the worker asked for the pod status');
+  t.equal(syncer.calls.length, 3, 'and synced at once, with no relist and no global timestamp');
+  t.equal(syncer.calls[2].podStatus?.name, 'pod-a', 'on the refreshed status');
+  t.equal(cache.pendingWaiters(), 0);
+
+  // A PLEG that relists anyway (the evented PLEG in fallback mode) declines: the worker waits as before.
+  refreshes = false;
+  clock.step(1);
+  workers.updatePod({ updateType: 'sync', pod });
+  await clock.flush();
+  t.equal(refreshed.length, 2);
+  t.equal(syncer.calls.length, 3, 'waiting for the cache');
+  t.equal(cache.pendingWaiters(), 1);
+  clock.step(1);
+  cache.updateTime(clock.now());
+  await clock.flush();
+  t.equal(syncer.calls.length, 4);
+  await workers.stop();
+});
