@@ -13,7 +13,7 @@ npx nx run @kubelet-ts/kubelet:build --output-style=static >/dev/null
 demo=${KUBELET_TS_DEMO_DIR:-/tmp/kubelet-ts-demo}
 mkdir -p "$demo"
 echo "run: starting the kubelet on examples/static-pods (state in $demo)" >&2
-exec node apps/kubelet/dist/main.js \
+exec apps/kubelet/dist/kubelet.mjs \
   --pod-manifest-path examples/static-pods \
   --root-dir "$demo/root" \
   --pod-logs-dir "$demo/logs" \

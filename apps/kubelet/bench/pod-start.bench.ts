@@ -174,8 +174,11 @@ async function startProfile(): Promise<{ stop(file: string): Promise<void> } | u
 }
 
 /** Starts a kubelet on the runtime, writes N manifests, measures, then removes them and stops. */
-/** Simulated pods have no processes for a cgroup to hold: the simulated runs leave pod cgroups out. */
-const NO_CGROUPS = ['--cgroups-per-qos=false'];
+/**
+ * Simulated pods have no processes for a cgroup to hold: the simulated runs leave pod cgroups out. Room for 1,000
+ * pods, past the default --max-pods of 110.
+ */
+const NO_CGROUPS = ['--cgroups-per-qos=false', '--max-pods=1000'];
 
 async function kubeletStart(endpoint: string, count: number, image: string, dir: string, prefix: string, steadyStateMs: number, extraFlags: string[] = []): Promise<KubeletRun> {
   const manifests = join(dir, `${prefix}-manifests`);

@@ -11,14 +11,17 @@ const unitMs: Record<string, number> = {
   h: 3_600_000,
 };
 
-/** Parses a Go duration string into ms; throws an error naming the bad input. */
+/**
+ * Parses a Go duration string into ms; throws an error naming the bad input. The micro signs are escaped in the
+ * patterns: a non-ASCII regex literal would make the bundled kubelet's whole source text two bytes per character.
+ */
 export function parseDuration(text: string): number {
   const input = text.trim();
   if (input === '0') return 0;
-  const match = /^([-+]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$/.exec(input);
+  const match = /^([-+]?)((?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+$/.exec(input);
   if (!match) throw new Error(`time: invalid duration ${JSON.stringify(text)}`);
   let total = 0;
-  for (const part of input.replace(/^[-+]/, '').matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) {
+  for (const part of input.replace(/^[-+]/, '').matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/g)) {
     total += Number(part[1]) * unitMs[part[2]];
   }
   return match[1] === '-' ? -total : total;

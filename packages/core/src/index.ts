@@ -22,6 +22,7 @@ export * from './expansion.js';
 export * from './labels.js';
 export * from './pod-logs.js';
 export * from './meminfo.js';
+export * from './process-resources.js';
 export * from './strategic-merge-patch.js';
 export * from './eviction-thresholds.js';
 export * from './critical-pod.js';

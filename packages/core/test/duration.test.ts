@@ -33,3 +33,9 @@ t.test('formats like Go', async (t) => {
   t.equal(formatDuration(300_000), '5m0s');
   t.equal(formatDuration(3_600_000 + 61_000), '1h1m1s');
 });
+
+t.test('both micro signs (U+00B5 and U+03BC) are microseconds, as in Go', async (t) => {
+  t.equal(parseDuration('1500µs'), 1.5);
+  t.equal(parseDuration('1500μs'), 1.5);
+  t.equal(parseDuration('1ms500µs'), 1.5);
+});

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, rmSync, statfsSync, statSync, unlinkSync } from 'node:fs';
+import { appendFile, mkdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { hostname as osHostname } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -593,6 +594,16 @@ export class LocalRuntime {
         this.live.delete(container.id);
         live.markExited();
         throw new RuntimeError('NotFound', `container ${JSON.stringify(container.id)} was removed while starting`);
+      }
+    }
+    if (container.logPath) {
+      // As a real runtime does on start: the kubelet's log rotation and `kubectl logs` find an (empty) log file.
+      try {
+        await mkdir(dirname(container.logPath), { recursive: true });
+        await appendFile(container.logPath, '');
+      } catch (error) {
+        this.finishContainer(container, 128, 'StartError', (error as Error).message);
+        throw new RuntimeError('Unknown', `failed to create container log file ${JSON.stringify(container.logPath)}: ${(error as Error).message}`);
       }
     }
     container.state = 'CONTAINER_RUNNING';

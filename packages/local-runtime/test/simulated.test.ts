@@ -1,4 +1,6 @@
 import t from 'tap';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { FakeClock } from '@kubelet-ts/core/testing';
 import { containerConfig, sandboxConfig, startRuntime, waitFor } from './helpers.js';
 
@@ -125,4 +127,22 @@ t.test('remove or shutdown during a simulated start delay', async (t) => {
   await waitFor(() => clock.pendingTimers() > 0, 5000, 'start timer');
   await h.runtime.stop();
   t.match(await startPending, { code: 'Unavailable' });
+});
+
+t.test('a simulated container gets its (empty) log file on start, as from a real runtime; one that cannot be made fails the start', async (t) => {
+  const h = await startRuntime(t, { mode: 'simulated' });
+  const logDirectory = join(h.dir, 'logs', 'with-log');
+  const sandbox = { ...sandboxConfig('with-log'), logDirectory };
+  const sandboxId = await h.rs.runPodSandbox(sandbox);
+  const id = await h.rs.createContainer(sandboxId, { ...containerConfig('main', []), logPath: 'main/0.log' }, sandbox);
+  await h.rs.startContainer(id);
+  t.equal(readFileSync(join(logDirectory, 'main/0.log'), 'utf8'), '', 'the log file exists, empty');
+  await h.rs.reopenContainerLog(id);
+
+  writeFileSync(join(logDirectory, 'blocker'), 'a file where a directory should be');
+  const bad = await h.rs.createContainer(sandboxId, { ...containerConfig('bad', []), logPath: 'blocker/0.log' }, sandbox);
+  await t.rejects(h.rs.startContainer(bad), /failed to create container log file/);
+  const status = (await h.rs.containerStatus(bad)).status;
+  t.equal(status?.state, 'CONTAINER_EXITED');
+  t.equal(status?.reason, 'StartError');
 });

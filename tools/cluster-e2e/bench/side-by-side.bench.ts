@@ -1,15 +1,18 @@
 // Our kubelet and the Go kubelet v1.20.2 (from the same tools/kube build), one after the other, each the cluster's
 // only node, on the same containerd, with the same workload: a Deployment scaled 0 -> N until N pods are Ready, then
-// N -> 0 until all are gone. Prints each figure for both and as ours / Go; RSS and CPU seconds beside every figure.
+// N -> 0 until all are gone; before that, the time from process start to healthz OK and to the node Ready. Prints each
+// figure for both and as ours / Go; RSS and CPU seconds beside every figure. Targets: 100 pods Ready ours / Go <= 0.8,
+// CPU per pod start <= 1.0, RSS <= 1.0.
 //
 //   npm run bench                                   # every benchmark, this one included
 //   npx tsx tools/cluster-e2e/bench/side-by-side.bench.ts
 //   KUBELET_BENCH_CLUSTER_PODS=20 KUBELET_BENCH_KUBELETS=kubelet-ts npx tsx tools/cluster-e2e/bench/side-by-side.bench.ts
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ProcessResources } from '@kubelet-ts/core';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
-import { Kubectl, KubeletProcess, ensureCluster, nodeKubeconfig, ourCgroupRoot, removeRuntimePods, unmountAndRemove, waitFor, type ProcessResources } from '../src/index.js';
+import { Kubectl, KubeletProcess, ensureCluster, nodeKubeconfig, ourCgroupRoot, removeRuntimePods, unmountAndRemove, waitFor } from '../src/index.js';
 import { condition, httpDeployment } from '../src/workloads.js';
 
 type Kind = KubeletProcess['kind'];
@@ -25,6 +28,9 @@ interface Phase {
 }
 
 interface Run {
+  /** Process start -> healthz OK (127.0.0.1:10248, both kubelets' default), and -> the node Ready. */
+  healthzSeconds: number;
+  readySeconds: number;
   idleRssMiB: number;
   up: Map<number, Phase>;
   down: Map<number, Phase>;
@@ -49,10 +55,14 @@ async function benchOne(kind: Kind, kubectl: Kubectl, containerd: ReturnType<typ
   const options = { node, kubeconfig, runtimeEndpoint: containerd.endpoint, dir };
   const rates = ['--kube-api-qps=50', '--kube-api-burst=100', '--event-qps=50', '--event-burst=100'];
   // The Go kubelet gets the same API rates through its config file.
+  const started = performance.now();
   const kubelet = kind === 'go-kubelet' ? KubeletProcess.startGo(options, cluster) : await KubeletProcess.startOurs({ ...options, extraArgs: rates });
-  const run: Run = { idleRssMiB: 0, up: new Map(), down: new Map() };
+  const run: Run = { healthzSeconds: 0, readySeconds: 0, idleRssMiB: 0, up: new Map(), down: new Map() };
   try {
-    await waitFor(`${kind}: node Ready`, async () => condition(await kubectl.getOrUndefined(['node', node]), 'Ready')?.status === 'True', 120_000, () => kubelet.logTail());
+    await waitFor(`${kind}: healthz OK`, async () => (await fetch('http://127.0.0.1:10248/healthz').catch(() => undefined))?.ok === true, 120_000, () => kubelet.logTail(), 10);
+    run.healthzSeconds = (performance.now() - started) / 1000;
+    await waitFor(`${kind}: node Ready`, async () => condition(await kubectl.getOrUndefined(['node', node]), 'Ready')?.status === 'True', 120_000, () => kubelet.logTail(), 50);
+    run.readySeconds = (performance.now() - started) / 1000;
     await kubectl.run(['delete', 'namespace', namespace, '--ignore-not-found', '--wait=true', '--timeout=300s']);
     await kubectl.run(['create', 'namespace', namespace]);
     await waitFor('the namespace default service account', async () => ((await kubectl.getOrUndefined(['serviceaccount', '-n', namespace, 'default']))?.secrets?.length ?? 0) > 0);
@@ -93,19 +103,24 @@ for (const kind of kinds) runs.set(kind, await benchOne(kind, kubectl, container
 
 const ours = runs.get('kubelet-ts');
 const go = runs.get('go-kubelet');
-const rows: Array<[string, number | undefined, number | undefined, string]> = [['idle RSS after registration', ours?.idleRssMiB, go?.idleRssMiB, 'MiB']];
+const rows: Array<[string, number | undefined, number | undefined, string]> = [
+  ['kubelet start -> healthz OK', ours?.healthzSeconds, go?.healthzSeconds, 's'],
+  ['kubelet start -> node Ready', ours?.readySeconds, go?.readySeconds, 's'],
+  ['idle RSS after registration', ours?.idleRssMiB, go?.idleRssMiB, 'MiB'],
+];
 for (const n of sizes) {
   const [ou, gu, od, gd] = [ours?.up.get(n), go?.up.get(n), ours?.down.get(n), go?.down.get(n)];
   rows.push(
     [`0 -> ${n}: time until ${n} Ready`, ou?.seconds, gu?.seconds, 's'],
     [`0 -> ${n}: RSS at ${n} Ready`, ou?.rssMiB, gu?.rssMiB, 'MiB'],
     [`0 -> ${n}: CPU`, ou?.cpuSeconds, gu?.cpuSeconds, 's'],
+    [`0 -> ${n}: CPU per pod start`, ou && ou.cpuSeconds / n, gu && gu.cpuSeconds / n, 's'],
     [`${n} -> 0: time until all gone`, od?.seconds, gd?.seconds, 's'],
     [`${n} -> 0: RSS after`, od?.rssMiB, gd?.rssMiB, 'MiB'],
     [`${n} -> 0: CPU`, od?.cpuSeconds, gd?.cpuSeconds, 's'],
   );
 }
-const fmt = (v: number | undefined, unit: string) => (v === undefined ? '-' : `${v.toFixed(unit === 'MiB' ? 0 : 2)} ${unit}`);
+const fmt = (v: number | undefined, unit: string) => (v === undefined ? '-' : `${v.toFixed(unit === 'MiB' ? 0 : v < 0.1 ? 3 : 2)} ${unit}`);
 console.log(`\nkubelet-ts vs the Go kubelet ${cluster.version} on containerd, each the only node of a real ${cluster.version} control plane (one run; only ratios within it count)`);
 console.log(`${'figure'.padEnd(36)} ${'kubelet-ts'.padStart(12)} ${'Go kubelet'.padStart(12)} ${'ours / Go'.padStart(10)}`);
 for (const [name, o, g, unit] of rows) {

@@ -1,6 +1,7 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processResources, type ProcessResources } from '@kubelet-ts/core';
 import { ensureHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { repoRoot, type ClusterEnv } from './cluster.js';
 
@@ -15,28 +16,6 @@ export interface NodeAgentOptions {
   dir: string;
   staticPodPath?: string;
   extraArgs?: string[];
-}
-
-export interface ProcessResources {
-  rssBytes: number;
-  cpuSeconds: number;
-}
-
-let clockTicks: number | undefined;
-function ticksPerSecond(): number {
-  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  return clockTicks;
-}
-
-/** RSS and CPU time (user + system) of a live process, from /proc. */
-export function processResources(pid: number): ProcessResources {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rssKb = Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1] ?? 0);
-  // Fields after the command name (which may hold spaces) start at field 3; utime and stime are 14 and 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssBytes: rssKb * 1024, cpuSeconds: ticks / ticksPerSecond() };
 }
 
 /** The --cgroup-root our kubelet gets for a node unless a test names one. */
@@ -72,7 +51,8 @@ export class KubeletProcess {
   }
 
   /**
-   * Our kubelet: the built binary (apps/kubelet/dist/main.js) on plain node, as an operator runs it. Its
+   * Our kubelet: the built binary (apps/kubelet/dist/kubelet.mjs, the bundle, run through its shebang with its V8
+   * settings), as an operator runs it. Its
    * `--cgroup-root` (the test's own, or ourCgroupRoot(node)) is made first: the kubelet refuses a missing one, as Go's
    * does. The root outlives stop(), which leaves the pods running; a test's teardown removes it (removeHostCgroup).
    */
@@ -83,7 +63,6 @@ export class KubeletProcess {
     const cgroupRoot = given ? given.slice('--cgroup-root='.length) : ourCgroupRoot(options.node);
     await ensureHostCgroup(cgroupRoot);
     const args = [
-      join(repoRoot, 'apps/kubelet/dist/main.js'),
       `--kubeconfig=${options.kubeconfig}`,
       `--container-runtime-endpoint=${options.runtimeEndpoint}`,
       `--hostname-override=${options.node}`,
@@ -93,7 +72,7 @@ export class KubeletProcess {
       ...(given ? [] : [`--cgroup-root=${cgroupRoot}`]),
       ...(options.extraArgs ?? []),
     ];
-    return KubeletProcess.spawn('kubelet-ts', process.execPath, args, options.dir);
+    return KubeletProcess.spawn('kubelet-ts', join(repoRoot, 'apps/kubelet/dist/kubelet.mjs'), args, options.dir);
   }
 
   /**

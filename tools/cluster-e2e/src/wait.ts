@@ -2,9 +2,16 @@ import { pollUntil } from '@kubelet-ts/core';
 
 /**
  * Polls `probe` until it returns a value other than undefined or false, and returns that value. On time-out the
- * error names what did not happen and the last thing seen (`describe`), so a failing e2e case says why.
+ * error names what did not happen and the last thing seen (`describe`), so a failing e2e case says why. Every
+ * intervalMs; benchmarks timing what they wait for poll faster.
  */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, describe?: () => string): Promise<Exclude<T, undefined | false>> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+  describe?: () => string,
+  intervalMs = 250,
+): Promise<Exclude<T, undefined | false>> {
   let value: T | undefined | false;
   let lastError: unknown;
   try {
@@ -19,7 +26,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
         }
         return value !== undefined && value !== false;
       },
-      250,
+      intervalMs,
       timeoutMs,
     );
   } catch {
