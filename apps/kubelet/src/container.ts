@@ -12,7 +12,8 @@ import { ContainerGC } from '@kubelet-ts/container-gc';
 import { ProbeManager } from '@kubelet-ts/prober';
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
-import { KubeConfig, CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { KeepAliveKubeConfig } from './kube-config.js';
 import { KubeletEventRecorder, KubeletStatusManager, BasicMirrorClient, syncMirrorPod, deleteOrphanedMirrorPods } from '@kubelet-ts/status-manager';
 import { NodeLeaseController, NodeStatusManager, type KubeClient } from '@kubelet-ts/node-status';
 import { ConfigError } from './config.js';
@@ -124,7 +125,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     Tokens.KubeConfig,
     singleton(() => {
       if (!config.kubeconfig) return undefined;
-      const kubeConfig = new KubeConfig();
+      const kubeConfig = new KeepAliveKubeConfig();
       try {
         kubeConfig.loadFromFile(config.kubeconfig);
       } catch (error) {
