@@ -125,6 +125,8 @@ interface StoredPod {
   seq: number;
   /** Hidden behind an earlier pod of the same full name from another source (or an earlier UID). */
   shadowed: boolean;
+  /** metadata.resourceVersion of the last update merged (API server pods; '' from files and URLs). */
+  resourceVersion: string;
 }
 
 interface MergeResult {
@@ -276,6 +278,11 @@ export class PodConfig {
         const existing = oldPods.get(uid);
         if (existing) {
           target.set(uid, existing);
+          // The API server changes an object's resourceVersion with every write: the same one is the same pod.
+          // The API source sends its whole store on each change, so this spares comparing every unchanged pod.
+          const resourceVersion = ref.metadata?.resourceVersion ?? '';
+          if (resourceVersion !== '' && resourceVersion === existing.resourceVersion) continue;
+          existing.resourceVersion = resourceVersion;
           const refWithSource = withAnnotation(ref, ConfigSourceAnnotationKey, source);
           const change = checkAndUpdatePod(existing.pod, refWithSource);
           if (change.needUpdate) r.updates.push(existing);
@@ -288,7 +295,7 @@ export class PodConfig {
         pod.metadata.annotations = { ...(pod.metadata.annotations ?? {}), [ConfigSourceAnnotationKey]: source };
         // recordFirstSeenTime
         pod.metadata.annotations[ConfigFirstSeenAnnotationKey] = formatRFC3339Nano(this.clock.now());
-        const stored: StoredPod = { pod, source, uid, fullName: podFullName(pod), seq: this.seq++, shadowed: false };
+        const stored: StoredPod = { pod, source, uid, fullName: podFullName(pod), seq: this.seq++, shadowed: false, resourceVersion: ref.metadata?.resourceVersion ?? '' };
         target.set(uid, stored);
         r.adds.push(stored);
       }

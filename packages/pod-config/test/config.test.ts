@@ -449,3 +449,20 @@ t.test('isAnnotationMapEqual and checkAndUpdatePod directly', async (t) => {
   t.equal(existing.metadata?.deletionGracePeriodSeconds, 0);
   t.same(checkAndUpdatePod(existing, structuredClone(existing)), { needUpdate: false, needReconcile: false, needGracefulDelete: false });
 });
+
+t.test('a pod whose resourceVersion is the one last merged is not compared again; a new resourceVersion is', async (t) => {
+  const { config } = setup();
+  const src = new FakePodSource(config, 'api');
+  const a = pod('a');
+  a.metadata!.resourceVersion = '10';
+  await src.set(a, pod('b'));
+  t.same(summarize(drainUpdates(config)), ['ADD:a,b']);
+  // The same resourceVersion is the same object on the API server: whatever the copy holds, nothing changed.
+  await src.set({ ...structuredClone(a), status: { phase: 'Running' } }, pod('b'));
+  t.same(summarize(drainUpdates(config)), []);
+  await src.set({ ...structuredClone(a), metadata: { ...a.metadata, resourceVersion: '11' }, status: { phase: 'Running' } }, pod('b'));
+  t.same(summarize(drainUpdates(config)), ['RECONCILE:a'], 'a new resourceVersion is compared: a status change');
+  // Pods without one (files, URLs) are always compared.
+  await src.set({ ...structuredClone(a), metadata: { ...a.metadata, resourceVersion: '11' }, status: { phase: 'Running' } }, { ...pod('b'), status: { phase: 'Running' } });
+  t.same(summarize(drainUpdates(config)), ['RECONCILE:b']);
+});
