@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import { Session } from 'node:inspector/promises';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
 import { RemoteImageService, RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
+import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
 import type { GenericPLEG } from '@kubelet-ts/pleg';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet } from '../src/index.js';
@@ -314,7 +315,11 @@ if (containerd && Number(values['containerd-pods']) > 0) {
   const kubelet: number[] = [];
   for (let round = 0; round < 3; round++) {
     bare.push(await bareStart(containerd.endpoint, count, containerd.busyboxImage, join(scratch, 'bare-logs'), `bare${round}`));
-    kubelet.push((await kubeletStart(containerd.endpoint, count, containerd.busyboxImage, scratch, `ctd${round}`, 0, [`--cgroup-root=/kts-bench-ctd${round}`])).allStartedMs);
+    // The kubelet refuses a --cgroup-root that does not exist, as Go's does.
+    const cgroupRoot = `/kts-bench-ctd${round}`;
+    await ensureHostCgroup(cgroupRoot);
+    kubelet.push((await kubeletStart(containerd.endpoint, count, containerd.busyboxImage, scratch, `ctd${round}`, 0, [`--cgroup-root=${cgroupRoot}`])).allStartedMs);
+    await removeHostCgroup(cgroupRoot).catch(() => undefined);
   }
   const k = percentile(kubelet, 50);
   const b = percentile(bare, 50);

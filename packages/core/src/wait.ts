@@ -131,3 +131,15 @@ export async function pollUntil(
     await clock.sleep(Math.min(intervalMs, remaining), signal);
   }
 }
+
+/** Runs fn over items with at most limit in flight, in the items' order; resolves when all are done. */
+export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      await fn(item);
+    }
+  });
+  await Promise.all(workers);
+}

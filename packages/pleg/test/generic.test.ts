@@ -326,3 +326,37 @@ t.test('evented mode: statuses stored at the runtime timestamp, stale ones emit 
 t.test('constructor requires a cache', async (t) => {
   t.throws(() => new GenericPLEG({ runtime: new FakeContainerRuntime(), cache: undefined as never }), /cache cannot be nil/);
 });
+
+t.test('a relist inspects changed pods several at a time, up to inspectionConcurrency, and emits each pod\'s events', async (t) => {
+  const runtime = new FakeContainerRuntime();
+  const clock = new FakeClock();
+  const cache = new PodCache({ clock });
+  let inFlight = 0;
+  let most = 0;
+  const release: Array<() => void> = [];
+  const inspect = runtime.getPodStatus.bind(runtime);
+  runtime.getPodStatus = async (uid, name, namespace) => {
+    inFlight++;
+    most = Math.max(most, inFlight);
+    await new Promise<void>((resolve) => release.push(resolve));
+    inFlight--;
+    return inspect(uid, name, namespace);
+  };
+  const pleg = new GenericPLEG({ runtime, cache, clock, inspectionConcurrency: 2 });
+  for (const uid of ['a', 'b', 'c', 'd', 'e']) runtime.setPod({ uid, containers: [{ id: `c-${uid}`, state: 'running' }] });
+  const relist = pleg.relist();
+  for (let released = 0; released < 5; ) {
+    await new Promise((resolve) => setImmediate(resolve));
+    const next = release.shift();
+    if (next) {
+      next();
+      released++;
+    }
+  }
+  await relist;
+  t.equal(most, 2, 'never more than two inspections at once');
+  t.same(runtime.getPodStatusCalls.sort(), ['a', 'b', 'c', 'd', 'e'], 'every changed pod inspected once');
+  const events = drain(pleg.eventChannel).map((e) => `${e.id}:${e.type}`).sort();
+  t.same(events, ['a:ContainerStarted', 'b:ContainerStarted', 'c:ContainerStarted', 'd:ContainerStarted', 'e:ContainerStarted']);
+  t.equal(cache.timestamp(), clock.now(), 'the global timestamp moves once all are in the cache');
+});

@@ -2,9 +2,9 @@ import { statSync, watch as fsWatch, type FSWatcher } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Backoff, deepEqual, PodOperation, PodSource, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type TimerHandle } from '@kubelet-ts/core';
+import { Backoff, deepEqual, forEachLimit, PodOperation, PodSource, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type TimerHandle } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
-import { abortable, mapLimit } from './util.js';
+import { abortable } from './util.js';
 import { decodeSinglePodManifest } from './static-pod.js';
 
 /** Manifest extensions read from a directory. */
@@ -188,7 +188,7 @@ export class FileSource {
       const kind = await this.pathKind();
       if (kind === 'dir') {
         // As in a re-list, files are read concurrently: a burst of new manifests lands in one update sooner.
-        await mapLimit(names, this.readConcurrency, (name) => this.readFileEntry(join(this.path, name), false));
+        await forEachLimit(names, this.readConcurrency, (name) => this.readFileEntry(join(this.path, name), false));
       } else if (kind === 'file') {
         await this.readFileEntry(this.path, false);
       } else {
@@ -246,7 +246,7 @@ export class FileSource {
           this.entries.delete(file);
         }
       }
-      await mapLimit([...present], this.readConcurrency, (file) => this.readFileEntry(file, true));
+      await forEachLimit([...present], this.readConcurrency, (file) => this.readFileEntry(file, true));
     } else if (st.isFile()) {
       for (const file of [...this.entries.keys()]) if (file !== this.path) this.entries.delete(file);
       await this.readFileEntry(this.path, true);

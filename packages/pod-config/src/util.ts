@@ -1,15 +1,3 @@
-/** Runs fn over items with at most limit in flight. */
-export async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next++];
-      await fn(item);
-    }
-  });
-  await Promise.all(workers);
-}
-
 /** Resolves with p, or as soon as signal aborts (the sink may wait on a consumer that is gone). */
 export function abortable(p: Promise<void>, signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
