@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S node --max-semi-space-size=2 --heap-growing-percent=30
 import 'reflect-metadata';
 import { container } from 'tsyringe';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
