@@ -110,11 +110,12 @@ async function removeAll(runtime: RemoteRuntimeService): Promise<void> {
   }));
 }
 
-/** The bare CRI calls for N pods, all at once; returns the wall time in ms. */
-async function bareStart(endpoint: string, count: number, image: string, logRoot: string, prefix: string): Promise<number> {
+/** The bare CRI calls for N pods, all at once; returns the wall time and this process's CPU time, in ms. */
+async function bareStart(endpoint: string, count: number, image: string, logRoot: string, prefix: string): Promise<{ wallMs: number; cpuMs: number }> {
   const runtime = new RemoteRuntimeService({ endpoint });
   const images = new RemoteImageService({ endpoint });
   const start = performance.now();
+  const cpuAtStart = process.cpuUsage();
   await Promise.all(
     Array.from({ length: count }, async (_, i) => {
       const name = `${prefix}-${i}`;
@@ -138,14 +139,17 @@ async function bareStart(endpoint: string, count: number, image: string, logRoot
     }),
   );
   const elapsed = performance.now() - start;
+  const cpu = process.cpuUsage(cpuAtStart);
   await removeAll(runtime);
   runtime.close();
   images.close();
-  return elapsed;
+  return { wallMs: elapsed, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
 interface KubeletRun {
   allStartedMs: number;
+  /** This process's CPU from the first manifest written to the last container started: the kubelet's, the runtime runs apart. */
+  startCpuMs: number;
   perPod: number[];
   allReportedMs: number;
   relistMs?: number;
@@ -224,6 +228,7 @@ async function kubeletStart(endpoint: string, count: number, image: string, dir:
   if (process.env.BENCH_DEBUG) console.log('manifests written after', (performance.now() - start).toFixed(0), 'ms');
   const startedAt = await recorder.all();
   const startCpu = process.cpuUsage(cpuAtStart);
+  const startCpuMs = (startCpu.user + startCpu.system) / 1000;
   if (process.env.BENCH_DEBUG) console.log('kubelet CPU during start', ((startCpu.user + startCpu.system) / 1000).toFixed(0), 'ms');
   if (process.env.BENCH_DEBUG) { for (const [k, e] of (globalThis as any).__rpc ?? []) console.log(k, e.n, 'first', (e.first - start).toFixed(0), 'last', (e.last - start).toFixed(0), 'avg', (e.total / e.n).toFixed(1)); (globalThis as any).__rpc = new Map(); }
   const allStartedMs = Math.max(...startedAt.values()) - start;
@@ -241,7 +246,7 @@ async function kubeletStart(endpoint: string, count: number, image: string, dir:
     await removeAll(runtime);
     runtime.close();
     rmSync(manifests, { recursive: true, force: true });
-    return { allStartedMs, perPod, allReportedMs, rssMiB: 0, cpuPercent: 0 };
+    return { allStartedMs, startCpuMs, perPod, allReportedMs, rssMiB: 0, cpuPercent: 0 };
   }
   const wallBefore = performance.now();
   await new Promise((resolve) => setTimeout(resolve, steadyStateMs));
@@ -257,7 +262,7 @@ async function kubeletStart(endpoint: string, count: number, image: string, dir:
   await removeAll(runtime);
   runtime.close();
   rmSync(manifests, { recursive: true, force: true });
-  return { allStartedMs, perPod, allReportedMs, relistMs, rssMiB, cpuPercent };
+  return { allStartedMs, startCpuMs, perPod, allReportedMs, relistMs, rssMiB, cpuPercent };
 }
 
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
@@ -271,7 +276,7 @@ try {
     // One warm-up round each, then alternating rounds; medians damp the noise of a shared 2-core machine.
     await bareStart(sim.endpoint, pods, IMAGE, join(dir, 'bare-logs'), 'warm');
     await kubeletStart(sim.endpoint, pods, IMAGE, dir, 'warm', 0, NO_CGROUPS);
-    const bareRuns: number[] = [];
+    const bareRuns: Array<{ wallMs: number; cpuMs: number }> = [];
     const kubeletRuns: KubeletRun[] = [];
     const eventedRuns: KubeletRun[] = [];
     const podRounds = pods > 110 ? Math.min(rounds, 3) : rounds;
@@ -280,10 +285,13 @@ try {
       kubeletRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `ovh${round}`, 0, NO_CGROUPS));
       eventedRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `evt${round}`, 0, [...NO_CGROUPS, '--feature-gates=EventedPLEG=true']));
     }
-    const bareMs = percentile(bareRuns, 50);
+    const bareMs = percentile(bareRuns.map((r) => r.wallMs), 50);
+    const bareCpuPerPod = percentile(bareRuns.map((r) => r.cpuMs), 50) / pods;
     for (const [label, runs] of [['generic PLEG', kubeletRuns], ['evented PLEG', eventedRuns]] as const) {
       const kubeletMs = percentile(runs.map((r) => r.allStartedMs), 50);
       console.log(`  simulated runtime, ${pods} pods, ${label}, median of ${podRounds}: kubelet ${fmt(kubeletMs)}  bare CRI ${fmt(bareMs)}  ratio ${(kubeletMs / bareMs).toFixed(2)} (target <= ${pods > 110 ? 1.2 : 1.1})`);
+      const kubeletCpuPerPod = percentile(runs.map((r) => r.startCpuMs), 50) / pods;
+      console.log(`    CPU per pod start: kubelet ${kubeletCpuPerPod.toFixed(2)} ms, bare CRI client ${bareCpuPerPod.toFixed(2)} ms, ratio ${(kubeletCpuPerPod / bareCpuPerPod).toFixed(2)}`);
       const lagMs = percentile(runs.map((r) => r.allReportedMs - r.allStartedMs), 50);
       const target = label === 'generic PLEG' ? 'target <= one relist period, 1000 ms' : `target <= ${pods > 110 ? 500 : 50} ms`;
       console.log(`    status lag (last container started -> last pod reported Running by the status manager): ${fmt(lagMs)} (${target})`);
@@ -314,7 +322,7 @@ if (containerd && Number(values['containerd-pods']) > 0) {
   const bare: number[] = [];
   const kubelet: number[] = [];
   for (let round = 0; round < 3; round++) {
-    bare.push(await bareStart(containerd.endpoint, count, containerd.busyboxImage, join(scratch, 'bare-logs'), `bare${round}`));
+    bare.push((await bareStart(containerd.endpoint, count, containerd.busyboxImage, join(scratch, 'bare-logs'), `bare${round}`)).wallMs);
     // The kubelet refuses a --cgroup-root that does not exist, as Go's does.
     const cgroupRoot = `/kts-bench-ctd${round}`;
     await ensureHostCgroup(cgroupRoot);
