@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pollUntil, processResources } from '@kubelet-ts/core';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
+import { removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 
 const { values } = parseArgs({ options: { pods: { type: 'string', default: '20,110,1000' }, 'settle-ms': { type: 'string', default: '5000' } } });
@@ -91,11 +92,8 @@ async function measure(label: string, command: string, args: string[], endpoint:
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
-    for (const sandbox of await runtime.listPodSandbox()) {
-      await runtime.stopPodSandbox(sandbox.id).catch(() => undefined);
-      await runtime.removePodSandbox(sandbox.id).catch(() => undefined);
-    }
     runtime.close();
+    await removeRuntimePods(endpoint);
   }
 }
 

@@ -26,7 +26,7 @@ import { Session } from 'node:inspector/promises';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
 import { RemoteImageService, RemoteRuntimeService, type runtimeapi } from '@kubelet-ts/cri-client';
 import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
-import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import type { GenericPLEG } from '@kubelet-ts/pleg';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet } from '../src/index.js';
 
@@ -102,14 +102,6 @@ class StartRecorder {
   }
 }
 
-async function removeAll(runtime: RemoteRuntimeService): Promise<void> {
-  const sandboxes = await runtime.listPodSandbox();
-  await Promise.all(sandboxes.map(async (s) => {
-    await runtime.stopPodSandbox(s.id).catch(() => undefined);
-    await runtime.removePodSandbox(s.id).catch(() => undefined);
-  }));
-}
-
 /** The bare CRI calls for N pods, all at once; returns the wall time and this process's CPU time, in ms. */
 async function bareStart(endpoint: string, count: number, image: string, logRoot: string, prefix: string): Promise<{ wallMs: number; cpuMs: number }> {
   const runtime = new RemoteRuntimeService({ endpoint });
@@ -140,7 +132,7 @@ async function bareStart(endpoint: string, count: number, image: string, logRoot
   );
   const elapsed = performance.now() - start;
   const cpu = process.cpuUsage(cpuAtStart);
-  await removeAll(runtime);
+  await removeRuntimePods(endpoint);
   runtime.close();
   images.close();
   return { wallMs: elapsed, cpuMs: (cpu.user + cpu.system) / 1000 };
@@ -183,7 +175,7 @@ async function startProfile(): Promise<{ stop(file: string): Promise<void> } | u
  * Simulated pods have no processes for a cgroup to hold: the simulated runs leave pod cgroups out. Room for 1,000
  * pods, past the default --max-pods of 110.
  */
-const NO_CGROUPS = ['--cgroups-per-qos=false', '--max-pods=1000'];
+const SIMULATED_FLAGS = ['--cgroups-per-qos=false', '--max-pods=1000'];
 
 async function kubeletStart(endpoint: string, count: number, image: string, dir: string, prefix: string, steadyStateMs: number, extraFlags: string[] = []): Promise<KubeletRun> {
   const manifests = join(dir, `${prefix}-manifests`);
@@ -203,7 +195,6 @@ async function kubeletStart(endpoint: string, count: number, image: string, dir:
   c.register(Tokens.RuntimeService, { useValue: recorder.wrap(new RemoteRuntimeService({ endpoint, timeoutMs: config.runtimeRequestTimeoutMs })) });
   const controller = new AbortController();
   const running = await startKubelet(c, controller.signal);
-  const runtime = new RemoteRuntimeService({ endpoint });
   // Measure pod starts, not kubelet start-up: wait until the sync loop runs (past its start-up backoff).
   await pollUntil(() => running.kubelet.runtimeState.runtimeErrors().length === 0 && running.kubelet.syncLoopIterations > 0, 20, 30_000);
 
@@ -243,8 +234,7 @@ async function kubeletStart(endpoint: string, count: number, image: string, dir:
   if (steadyStateMs === 0) {
     controller.abort();
     await running.done;
-    await removeAll(runtime);
-    runtime.close();
+    await removeRuntimePods(endpoint);
     rmSync(manifests, { recursive: true, force: true });
     return { allStartedMs, startCpuMs, perPod, allReportedMs, rssMiB: 0, cpuPercent: 0 };
   }
@@ -259,8 +249,7 @@ async function kubeletStart(endpoint: string, count: number, image: string, dir:
 
   controller.abort();
   await running.done;
-  await removeAll(runtime);
-  runtime.close();
+  await removeRuntimePods(endpoint);
   rmSync(manifests, { recursive: true, force: true });
   return { allStartedMs, startCpuMs, perPod, allReportedMs, relistMs, rssMiB, cpuPercent };
 }
@@ -275,15 +264,15 @@ try {
   for (const pods of podCounts) {
     // One warm-up round each, then alternating rounds; medians damp the noise of a shared 2-core machine.
     await bareStart(sim.endpoint, pods, IMAGE, join(dir, 'bare-logs'), 'warm');
-    await kubeletStart(sim.endpoint, pods, IMAGE, dir, 'warm', 0, NO_CGROUPS);
+    await kubeletStart(sim.endpoint, pods, IMAGE, dir, 'warm', 0, SIMULATED_FLAGS);
     const bareRuns: Array<{ wallMs: number; cpuMs: number }> = [];
     const kubeletRuns: KubeletRun[] = [];
     const eventedRuns: KubeletRun[] = [];
     const podRounds = pods > 110 ? Math.min(rounds, 3) : rounds;
     for (let round = 0; round < podRounds; round++) {
       bareRuns.push(await bareStart(sim.endpoint, pods, IMAGE, join(dir, 'bare-logs'), `bare${round}`));
-      kubeletRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `ovh${round}`, 0, NO_CGROUPS));
-      eventedRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `evt${round}`, 0, [...NO_CGROUPS, '--feature-gates=EventedPLEG=true']));
+      kubeletRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `ovh${round}`, 0, SIMULATED_FLAGS));
+      eventedRuns.push(await kubeletStart(sim.endpoint, pods, IMAGE, dir, `evt${round}`, 0, [...SIMULATED_FLAGS, '--feature-gates=EventedPLEG=true']));
     }
     const bareMs = percentile(bareRuns.map((r) => r.wallMs), 50);
     const bareCpuPerPod = percentile(bareRuns.map((r) => r.cpuMs), 50) / pods;
@@ -300,7 +289,7 @@ try {
 
   console.log('Density on the simulated runtime (runtime in its own process):');
   for (const count of values.density.split(',').map(Number)) {
-    const run = await kubeletStart(sim.endpoint, count, IMAGE, dir, `d${count}`, 10_000, NO_CGROUPS);
+    const run = await kubeletStart(sim.endpoint, count, IMAGE, dir, `d${count}`, 10_000, SIMULATED_FLAGS);
     console.log(
       `  ${String(count).padStart(5)} pods: start p50 ${fmt(percentile(run.perPod, 50))} p99 ${fmt(percentile(run.perPod, 99))}, all started ${fmt(run.allStartedMs)}, all reported Running ${fmt(run.allReportedMs)} (lag ${fmt(run.allReportedMs - run.allStartedMs)}), ` +
         `PLEG relist ${run.relistMs === undefined ? 'n/a' : fmt(run.relistMs)}, kubelet RSS ${run.rssMiB.toFixed(0)} MiB, steady-state CPU ${run.cpuPercent.toFixed(1)}% of one core`,

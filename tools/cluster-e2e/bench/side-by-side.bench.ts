@@ -10,9 +10,9 @@
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProcessResources } from '@kubelet-ts/core';
-import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
-import { Kubectl, KubeletProcess, ensureCluster, nodeKubeconfig, ourCgroupRoot, removeRuntimePods, unmountAndRemove, waitFor } from '../src/index.js';
+import { Kubectl, KubeletProcess, ensureCluster, nodeKubeconfig, ourCgroupRoot, unmountAndRemove, waitFor } from '../src/index.js';
 import { condition, httpDeployment } from '../src/workloads.js';
 
 type Kind = KubeletProcess['kind'];

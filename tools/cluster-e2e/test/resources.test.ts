@@ -8,9 +8,9 @@ import t from 'tap';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseMeminfo } from '@kubelet-ts/core';
-import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
-import { ensureCluster, Kubectl, KubeletProcess, nodeKubeconfig, ourCgroupRoot, removeRuntimePods, unmountAndRemove, waitFor } from '../src/index.js';
+import { ensureCluster, Kubectl, KubeletProcess, nodeKubeconfig, ourCgroupRoot, unmountAndRemove, waitFor } from '../src/index.js';
 import { condition, sleepForever } from '../src/workloads.js';
 
 type Json = Record<string, any>;

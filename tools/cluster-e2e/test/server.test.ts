@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
-import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import {
   adminWireServer,
@@ -17,7 +17,6 @@ import {
   KubeletProcess,
   nodeKubeconfig,
   ourCgroupRoot,
-  removeRuntimePods,
   unmountAndRemove,
   waitFor,
 } from '../src/index.js';

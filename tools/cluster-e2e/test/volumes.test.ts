@@ -6,7 +6,7 @@ import t from 'tap';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
-import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import {
   configMapObject,
@@ -21,7 +21,6 @@ import {
   KubeletProcess,
   nodeKubeconfig,
   ourCgroupRoot,
-  removeRuntimePods,
   secretObject,
   tokenReview,
   unmountAndRemove,
