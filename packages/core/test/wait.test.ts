@@ -1,5 +1,5 @@
 import t from 'tap';
-import { until, jitterUntil, nonSlidingUntil, jitter, pollUntil, WaitTimeoutError } from '../src/index.js';
+import { until, jitterUntil, nonSlidingUntil, jitter, pollUntil, WaitTimeoutError, forEachLimit } from '../src/index.js';
 import { FakeClock, RecordingLogger } from '../src/testing.js';
 
 t.test('jitter', async (t) => {
@@ -333,4 +333,23 @@ t.test('non-sliding jitter draws one jittered period per run, before fn', async 
   // periods 100, 110, 120 measured from each start
   t.same(runs, [0, 100, 210, 330]);
   t.equal(draws.length, 4);
+});
+
+t.test('forEachLimit runs every item once, in order of start, never more than limit at once', async (t) => {
+  const started: number[] = [];
+  let inFlight = 0;
+  let most = 0;
+  await forEachLimit([1, 2, 3, 4, 5, 6, 7], 3, async (item) => {
+    started.push(item);
+    inFlight++;
+    most = Math.max(most, inFlight);
+    await new Promise((resolve) => setImmediate(resolve));
+    inFlight--;
+  });
+  t.same(started, [1, 2, 3, 4, 5, 6, 7]);
+  t.equal(most, 3);
+  let calls = 0;
+  await forEachLimit([], 3, async () => void calls++);
+  await forEachLimit(['only'], 0, async () => void calls++);
+  t.equal(calls, 1, 'nothing for no items; a limit below 1 still runs one at a time');
 });
