@@ -27,3 +27,4 @@ export * from './strategic-merge-patch.js';
 export * from './eviction-thresholds.js';
 export * from './critical-pod.js';
 export * from './qos.js';
+export * from './x509.js';
