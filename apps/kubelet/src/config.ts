@@ -5,6 +5,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, parseDuration, Quantity } from '@kubelet-ts/core';
 import { validateImageGCPolicy } from '@kubelet-ts/image-gc';
+import { validateShutdownGracePeriods } from '@kubelet-ts/node-shutdown';
 import { KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
 
 /** The kubelet's resolved configuration: the config file, then flags over it, then defaults. */
@@ -65,6 +66,9 @@ export interface KubeletConfig {
   oomScoreAdj: number;
   nodeStatusUpdateFrequencyMs: number;
   nodeStatusReportFrequencyMs: number;
+  /** Graceful node shutdown (config file only, as in Go): 0 disables it. */
+  shutdownGracePeriodMs: number;
+  shutdownGracePeriodCriticalPodsMs: number;
   port: number;
   eventQps: number;
   eventBurst: number;
@@ -161,6 +165,8 @@ const durationFields = [
   'nodeStatusReportFrequency',
   'evictionPressureTransitionPeriod',
   'cpuCFSQuotaPeriod',
+  'shutdownGracePeriod',
+  'shutdownGracePeriodCriticalPods',
 ] as const;
 
 interface KubeletConfigurationFile {
@@ -185,6 +191,8 @@ interface KubeletConfigurationFile {
   imageMaximumGCAge?: number;
   nodeStatusUpdateFrequency?: number;
   nodeStatusReportFrequency?: number;
+  shutdownGracePeriod?: number;
+  shutdownGracePeriodCriticalPods?: number;
   registerNode?: boolean;
   registerWithTaints?: Array<{ key: string; value?: string; effect: string }>;
   kubeReserved?: Record<string, string>;
@@ -420,6 +428,8 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     oomScoreAdj: flags.oomScoreAdj ?? file.oomScoreAdj ?? -999,
     nodeStatusUpdateFrequencyMs: flags.nodeStatusUpdateFrequencyMs ?? file.nodeStatusUpdateFrequency ?? 10_000,
     nodeStatusReportFrequencyMs: flags.nodeStatusReportFrequencyMs ?? file.nodeStatusReportFrequency ?? 300_000,
+    shutdownGracePeriodMs: file.shutdownGracePeriod ?? 0,
+    shutdownGracePeriodCriticalPodsMs: file.shutdownGracePeriodCriticalPods ?? 0,
     port: flags.port ?? file.port ?? 10250,
     eventQps: flags.eventQps ?? file.eventRecordQPS ?? 50,
     eventBurst: flags.eventBurst ?? file.eventBurst ?? 100,
@@ -473,6 +483,11 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     if (typeof value !== 'boolean') throw new ConfigError(`featureGates: ${gate}: must be true or false`);
   }
   if (config.syncFrequencyMs <= 0) throw new ConfigError('syncFrequency: must be greater than zero');
+  const shutdownErrors = validateShutdownGracePeriods(
+    { shutdownGracePeriodMs: config.shutdownGracePeriodMs, shutdownGracePeriodCriticalPodsMs: config.shutdownGracePeriodCriticalPodsMs },
+    config.featureGates.GracefulNodeShutdown,
+  );
+  if (shutdownErrors.length > 0) throw new ConfigError(shutdownErrors.join(', '));
   if (!flags.enforceNodeAllocatable && !file.enforceNodeAllocatable && config.cgroupsPerQOS) config.enforceNodeAllocatable = ['pods'];
   validateResourceManagement(config);
   return config;

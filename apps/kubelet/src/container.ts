@@ -36,6 +36,7 @@ import {
 } from '@kubelet-ts/volume-manager';
 import { ContainerManager } from '@kubelet-ts/container-manager';
 import { EvictionManager } from '@kubelet-ts/eviction';
+import { NodeShutdownManager, defaultShutdownTrigger, type ShutdownTrigger } from '@kubelet-ts/node-shutdown';
 import { parseThresholdConfig } from '@kubelet-ts/core';
 import type { SummarySource } from '@kubelet-ts/stats';
 import { nodeCapacity } from './node-capacity.js';
@@ -98,6 +99,9 @@ export const Tokens = {
   ContainerManager: Symbol.for('kubelet-ts.ContainerManager'),
   /** Go: eviction.Manager. */
   EvictionManager: Symbol.for('kubelet-ts.EvictionManager'),
+  /** Go: nodeshutdown.Manager (GracefulNodeShutdown), and what tells it of a shutdown (logind, else a signal). */
+  NodeShutdownManager: Symbol.for('kubelet-ts.NodeShutdownManager'),
+  ShutdownTrigger: Symbol.for('kubelet-ts.ShutdownTrigger'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
 
@@ -164,7 +168,8 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       // Resolved per check: the kubelet (and its PLEG) exist by the time the first status is computed.
       healthChecks: () => {
         const state = c.resolve<Kubelet>(Tokens.Kubelet).runtimeState;
-        return { runtimeErrors: state.runtimeErrors(), networkErrors: state.networkErrors() };
+        const shutdown = c.resolve<NodeShutdownManager | undefined>(Tokens.NodeShutdownManager)?.shutdownStatus();
+        return { runtimeErrors: state.runtimeErrors(), networkErrors: state.networkErrors(), shutdownErrors: shutdown ? [shutdown] : [] };
       },
       volumesInUse: {
         synced: () => c.resolve<Kubelet>(Tokens.Kubelet).volumeManager?.reconcilerStatesHasBeenSynced() ?? false,
@@ -562,6 +567,31 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       });
     }),
   );
+  c.register<ShutdownTrigger>(
+    Tokens.ShutdownTrigger,
+    singleton((c) => defaultShutdownTrigger({ shutdownGracePeriodMs: config.shutdownGracePeriodMs, logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'node-shutdown' }) })),
+  );
+  c.register<NodeShutdownManager | undefined>(
+    Tokens.NodeShutdownManager,
+    singleton((c) => {
+      // Go: the manager exists with the gate on; shutdownGracePeriod 0 leaves it idle (never watching).
+      if (!config.featureGates.GracefulNodeShutdown || config.shutdownGracePeriodMs <= 0 || config.runOnce) return undefined;
+      const kubelet = () => c.resolve<Kubelet>(Tokens.Kubelet);
+      return new NodeShutdownManager({
+        shutdownGracePeriodMs: config.shutdownGracePeriodMs,
+        shutdownGracePeriodCriticalPodsMs: config.shutdownGracePeriodCriticalPodsMs,
+        trigger: c.resolve<ShutdownTrigger>(Tokens.ShutdownTrigger),
+        getPods: () => kubelet().getActivePods(),
+        killPod: (pod, gracePeriodOverrideSeconds, statusFn) => kubelet().killPodForEviction(pod, gracePeriodOverrideSeconds, statusFn, false),
+        // Go: syncNodeStatus as the shutdown starts, so the Ready condition says so at once.
+        syncNodeStatus: () => c.resolve<NodeStatusManager | undefined>(Tokens.NodeStatus)?.syncNodeStatus(),
+        recorder: c.resolve(Tokens.EventRecorder),
+        nodeRef: nodeReference(config.nodeName),
+        clock: c.resolve(Tokens.Clock),
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'node-shutdown' }),
+      });
+    }),
+  );
   registerServerDeps(c, config);
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
@@ -590,6 +620,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           allowedUnsafeSysctls: config.allowedUnsafeSysctls,
           containerManager: c.resolve<ContainerManager | undefined>(Tokens.ContainerManager),
           evictionManager: c.resolve<EvictionManager>(Tokens.EvictionManager),
+          extraAdmitHandlers: [c.resolve<NodeShutdownManager | undefined>(Tokens.NodeShutdownManager)].filter((h) => h !== undefined),
           metrics: c.resolve<KubeletMetrics>(Tokens.Metrics),
           clock: c.resolve(Tokens.Clock),
           logger: c.resolve(Tokens.Logger),

@@ -120,6 +120,8 @@ export const LOCAL_RUNTIME_ENDPOINT = 'local';
 /** The feature gates kubelet-ts knows, with their defaults (as in the Go kubelet). */
 export const KNOWN_FEATURE_GATES: Record<string, boolean> = {
   EventedPLEG: false,
+  // Go 1.21+: beta, on by default (graceful node shutdown; shutdownGracePeriod 0 still disables it).
+  GracefulNodeShutdown: true,
 };
 
 /** Go's pre-release stage of each known gate, for --feature-gates' list. */

@@ -112,6 +112,8 @@ export interface KubeletOptions {
    * kubelet's active pods and evicts through the pod workers (killPodForEviction).
    */
   evictionManager?: EvictionManagerLike;
+  /** More admit handlers, after Go's built-in ones (the node shutdown manager's: no pods while the node shuts down). */
+  extraAdmitHandlers?: PodAdmitHandler[];
   syncPeriodMs?: number;
   housekeepingPeriodMs?: number;
   runtimeCheckPeriodMs?: number;
@@ -264,6 +266,7 @@ export class Kubelet implements PodSyncer {
     this.admitHandlers = [new SysctlAllowlistAdmitHandler({ allowedUnsafeSysctls: options.allowedUnsafeSysctls })];
     if (options.evictionManager) this.admitHandlers.unshift(options.evictionManager);
     if (options.getNode) this.admitHandlers.push(new PredicateAdmitHandler({ getNode: () => this.admissionNode, logger: this.logger }));
+    this.admitHandlers.push(...(options.extraAdmitHandlers ?? []));
     this.activeDeadline = new ActiveDeadlineHandler({ clock: this.clock, getPodStatus: (uid) => this.statuses.get(uid), recorder: options.recorder });
   }
 
@@ -483,13 +486,13 @@ export class Kubelet implements PodSyncer {
   /**
    * Go: killPodNow, the eviction manager's KillPodFunc: the pod's worker terminates it as evicted, statusFn setting its
    * final status; resolves once the kill completed, rejects when it has not after Go's timeout (1.5 grace periods, at
-   * least 10 s).
+   * least 10 s). The node shutdown manager kills with evict false (Go: killPodNow's isEvicted).
    */
-  async killPodForEviction(pod: V1Pod, gracePeriodOverrideSeconds: number | undefined, statusFn: (status: V1PodStatus) => void): Promise<void> {
+  async killPodForEviction(pod: V1Pod, gracePeriodOverrideSeconds: number | undefined, statusFn: (status: V1PodStatus) => void, evict = true): Promise<void> {
     const gracePeriod = gracePeriodOverrideSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
     const timeoutMs = Math.max(10_000, (gracePeriod + gracePeriod / 2) * 1000);
     const completed = new Promise<void>((resolve) =>
-      this.dispatch({ updateType: 'kill', pod, killPodOptions: { evict: true, gracePeriodOverrideSeconds, podStatusFn: statusFn, completed: resolve } }),
+      this.dispatch({ updateType: 'kill', pod, killPodOptions: { evict, gracePeriodOverrideSeconds, podStatusFn: statusFn, completed: resolve } }),
     );
     const abort = new AbortController();
     try {

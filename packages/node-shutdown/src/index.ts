@@ -12,3 +12,16 @@ export {
   type PodShutdownGroup,
 } from './manager.js';
 export { DEFAULT_SHUTDOWN_SIGNAL, SignalShutdownTrigger, type SignalShutdownTriggerOptions } from './signal-trigger.js';
+export {
+  FirstAvailableShutdownTrigger,
+  INHIBIT_WHO,
+  INHIBIT_WHY,
+  KUBELET_LOGIND_CONF,
+  LOGIND_CONFIG_DIRECTORY,
+  LogindShutdownTrigger,
+  SystemdInhibitLock,
+  type InhibitLock,
+  type LogindShutdownTriggerOptions,
+} from './logind.js';
+export { DBusConnection, DBusError, busSocketPath, decodeMessage, encodeMessage, systemBusAddress, type DBusMessage, type DBusValue, type DBusVariant, type MethodCall } from './dbus.js';
+export { defaultShutdownTrigger } from './default-trigger.js';

@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { FakeClock } from '@kubelet-ts/core/testing';
 import {
@@ -32,7 +32,7 @@ interface Kill {
   finish: () => void;
 }
 
-function setup(t: Tap.Test, pods: V1Pod[], options: Partial<NodeShutdownManagerOptions> = {}) {
+function setup(t: Test, pods: V1Pod[], options: Partial<NodeShutdownManagerOptions> = {}) {
   const clock = new FakeClock();
   const trigger = new FakeShutdownTrigger();
   const kills: Kill[] = [];

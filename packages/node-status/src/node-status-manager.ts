@@ -84,6 +84,8 @@ export interface HealthStatus {
   /** e.g. "container runtime network not ready: NetworkReady=false ...". */
   networkErrors?: Error[];
   storageErrors?: Error[];
+  /** The node shutdown manager's status (Go: nodeShutdownManagerErrorsFunc), e.g. "node is shutting down". */
+  shutdownErrors?: Error[];
 }
 
 /** An event about the node, for the kubelet's EventRecorder (involvedObject: the Node). */
@@ -622,7 +624,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       const health = this.opts.healthChecks?.() ?? {};
       setReadyCondition(node, {
         now,
-        errors: [...(health.runtimeErrors ?? []), ...(health.networkErrors ?? []), ...(health.storageErrors ?? [])],
+        errors: [...(health.runtimeErrors ?? []), ...(health.networkErrors ?? []), ...(health.storageErrors ?? []), ...(health.shutdownErrors ?? [])],
         recordEvent,
       });
     });

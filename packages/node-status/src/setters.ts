@@ -42,7 +42,7 @@ function conditions(node: V1Node): V1NodeCondition[] {
 
 export interface ReadyInputs {
   now: number;
-  /** Runtime errors (container runtime down, PLEG unhealthy, ...), network and storage errors, in that order. */
+  /** Runtime errors (container runtime down, PLEG unhealthy, ...), network, storage and node shutdown errors, in that order. */
   errors: ReadonlyArray<Error | undefined | null>;
   /** Container manager soft requirements, appended as "WARNING: ...". */
   softRequirements?: string;

@@ -405,3 +405,14 @@ t.test('volumesInUse comes from the volume manager once its reconciler has synce
   await manager.updateNodeStatus();
   t.notOk(node()!.status!.volumesInUse?.length, 'an empty list clears the field');
 });
+
+t.test('the node shutdown manager status makes Ready False after the runtime errors (Go: nodeShutdownManagerErrorsFunc)', async (t) => {
+  const { clock, manager, health, cond } = setup(t);
+  health.current = { shutdownErrors: [new Error('node is shutting down')] };
+  manager.start();
+  await clock.advance(200);
+  t.match(cond('Ready'), { status: 'False', reason: 'KubeletNotReady', message: 'node is shutting down' });
+  health.current = { runtimeErrors: [new Error('container runtime is down')], shutdownErrors: [new Error('node is shutting down')] };
+  await manager.syncNodeStatus();
+  t.match(cond('Ready'), { status: 'False', message: '[container runtime is down, node is shutting down]' });
+});
