@@ -5,6 +5,7 @@ export {
   determinePodSandboxIPs,
   toCoreSandboxStatus,
   type GenericRuntimeManagerOptions,
+  type DeviceRunContainerOptions,
 } from './runtime-manager.js';
 export {
   computePodActions,

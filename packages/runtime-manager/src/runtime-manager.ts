@@ -86,6 +86,14 @@ import {
 /** The kubelet runtime API version sent in Version (Go: kubeRuntimeAPIVersion). */
 export const KUBE_RUNTIME_API_VERSION = '0.1.0';
 
+/** A container's share of the device plugins' allocations (Go: cm.DeviceRunContainerOptions). */
+export interface DeviceRunContainerOptions {
+  envs: Array<{ name: string; value: string }>;
+  mounts: Array<{ containerPath: string; hostPath: string; readOnly: boolean }>;
+  devices: Array<{ pathOnHost: string; pathInContainer: string; permissions: string }>;
+  annotations: Array<{ name: string; value: string }>;
+}
+
 export interface GenericRuntimeManagerOptions {
   runtimeService: RuntimeService;
   imageService: ImageService;
@@ -101,6 +109,13 @@ export interface GenericRuntimeManagerOptions {
   startupResults?: ProbeResultLookup;
   /** Volume mounts for a container, given its environment for subPathExpr (the volume manager provides them). Default: none. */
   mountsFor?: (pod: V1Pod, container: V1Container, env: ReadonlyMap<string, string>) => runtimeapi.MountInit[] | Promise<runtimeapi.MountInit[]>;
+  /**
+   * What the device plugins allocated to a container (Go: containerManager.GetResources' DeviceRunContainerOptions):
+   * their envs come before the container's, their mounts before the volumes', their device nodes go to
+   * ContainerConfig.devices and their annotations under the kubelet's. A throw fails the container
+   * (CreateContainerConfigError). Default: none.
+   */
+  deviceRunContainerOptionsFor?: (pod: V1Pod, container: V1Container) => Promise<DeviceRunContainerOptions | undefined>;
   /** The per pod+image pull backoff. Default: 10 s doubling to 300 s. */
   imagePullBackoff?: Backoff;
   /** Where Pulling/Pulled/Created/Started/Killing/BackOff/Failed events go. Default: dropped. */
@@ -832,6 +847,12 @@ export class GenericRuntimeManager implements ContainerRuntime {
     spec: StartSpec,
     podStatus: PodStatus,
   ): Promise<runtimeapi.ContainerConfigInit> {
+    let deviceOpts: DeviceRunContainerOptions | undefined;
+    try {
+      deviceOpts = await this.opts.deviceRunContainerOptionsFor?.(pod, container);
+    } catch (err) {
+      throw new ContainerConfigError(errorMessage(err));
+    }
     const env = await makeEnvironmentVariables(pod, container, {
       podIP,
       podIPs,
@@ -853,7 +874,10 @@ export class GenericRuntimeManager implements ContainerRuntime {
     } catch (err) {
       throw new ContainerConfigError(errorMessage(err));
     }
-    const mounts = [...volumeMounts];
+    const mounts: runtimeapi.MountInit[] = [
+      ...(deviceOpts?.mounts ?? []).map((m) => ({ containerPath: m.containerPath, hostPath: m.hostPath, readonly: m.readOnly, selinuxRelabel: false })),
+      ...volumeMounts,
+    ];
     const hostsMount = await this.makeEtcHostsMount(pod, container, podIPs);
     if (hostsMount) mounts.push(hostsMount);
     const terminationMount = await this.makeTerminationMessageMount(pod, container);
@@ -873,13 +897,17 @@ export class GenericRuntimeManager implements ContainerRuntime {
       args: expandAll(container.args, env),
       workingDir: container.workingDir ?? '',
       labels: newContainerLabels(container, pod),
-      annotations: newContainerAnnotations(container, pod, restartCount),
+      // Go: device plugin annotations first; the kubelet's own win a conflict.
+      annotations: { ...Object.fromEntries((deviceOpts?.annotations ?? []).map((a) => [a.name, a.value])), ...newContainerAnnotations(container, pod, restartCount) },
       mounts,
       logPath: buildContainerLogsPath(container.name, restartCount),
       stdin: container.stdin === true,
       stdinOnce: container.stdinOnce === true,
       tty: container.tty === true,
-      envs: [...env].map(([key, value]) => ({ key, value })),
+      envs: [...(deviceOpts?.envs ?? []).map((e) => ({ key: e.name, value: e.value })), ...[...env].map(([key, value]) => ({ key, value }))],
+      ...(deviceOpts?.devices.length
+        ? { devices: deviceOpts.devices.map((d) => ({ containerPath: d.pathInContainer, hostPath: d.pathOnHost, permissions: d.permissions })) }
+        : {}),
       linux: { resources: linuxContainerResources(pod, container, this.node), securityContext },
     };
   }
