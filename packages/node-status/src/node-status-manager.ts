@@ -40,6 +40,7 @@ import {
   setReadyCondition,
   setVersionInfo,
   zeroExtendedResources,
+  type DevicePluginCapacity,
   type NodeEventFunc,
   type NodeImage,
 } from './setters.js';
@@ -163,6 +164,8 @@ export interface NodeStatusManagerOptions {
   kubeletVersion?: string;
   /** Should extended resources be zeroed on re-registration (Go: the device manager's checkpoint is gone). Default never. */
   shouldResetExtendedResourceCapacity?: () => boolean;
+  /** The device plugins' capacity, allocatable and removed resources (Go: GetDevicePluginResourceCapacity). Default none. */
+  devicePluginResourceCapacity?: () => DevicePluginCapacity;
   /** Host addresses for --node-ip validation and detection (tests inject them). */
   interfaceAddresses?: () => string[];
   lookupHost?: (name: string) => Promise<string[]>;
@@ -581,6 +584,7 @@ export class NodeStatusManager implements NodeStatusProvider {
         reservation: (capacity) =>
           nodeAllocatableReservation(capacity, { kubeReserved: this.kubeReserved, systemReserved: this.systemReserved, evictionHard: this.evictionHard }),
         recordEvent,
+        devicePluginResourceCapacity: this.opts.devicePluginResourceCapacity,
       }),
     );
     await attempt('VersionInfo', async () => {

@@ -164,6 +164,18 @@ export interface MachineInfoInputs {
   /** The reservation per resource (GetNodeAllocatableReservation). */
   reservation: (capacity: ResourceList) => ResourceList;
   recordEvent?: NodeEventFunc;
+  /**
+   * The device plugins' resources (Go: GetDevicePluginResourceCapacity): device counts for capacity and
+   * allocatable, and resources whose plugin is gone for good, whose capacity becomes 0.
+   */
+  devicePluginResourceCapacity?: () => DevicePluginCapacity;
+}
+
+/** The device manager's GetCapacity. */
+export interface DevicePluginCapacity {
+  capacity: Record<string, number>;
+  allocatable: Record<string, number>;
+  removed: string[];
 }
 
 /** cadvisor.CapacityFromMachineInfo plus the root filesystem's ephemeral-storage. */
@@ -198,6 +210,7 @@ export function setMachineInfo(node: V1Node, inputs: MachineInfoInputs): void {
   node.status ??= {};
   const capacity = toResourceList(node.status.capacity);
   const info = inputs.info;
+  let devicePluginAllocatable: Record<string, number> | undefined;
   node.status.nodeInfo ??= emptyNodeInfo();
   if (!info) {
     capacity.set(RESOURCE_CPU, Quantity.fromMilli(0, 'DecimalSI'));
@@ -214,6 +227,11 @@ export function setMachineInfo(node: V1Node, inputs: MachineInfoInputs): void {
       inputs.recordEvent?.('Warning', 'Rebooted', `Node ${inputs.nodeName} has been rebooted, boot id: ${info.bootID}`);
     }
     node.status.nodeInfo.bootID = info.bootID;
+    const devices = inputs.devicePluginResourceCapacity?.();
+    for (const [k, n] of Object.entries(devices?.capacity ?? {})) capacity.set(k, Quantity.fromValue(n, 'DecimalSI'));
+    // A removed resource stays at 0, marking it as a device plugin's (not a cluster-level extended resource).
+    for (const k of devices?.removed ?? []) capacity.set(k, Quantity.fromValue(0, 'DecimalSI'));
+    devicePluginAllocatable = devices?.allocatable;
   }
   // Allocatable: extended resources no longer in capacity go; everything else is capacity - reservation.
   const allocatable = toResourceList(node.status.allocatable);
@@ -222,6 +240,7 @@ export function setMachineInfo(node: V1Node, inputs: MachineInfoInputs): void {
   }
   const reservable: ResourceList = new Map([...capacity].filter(([k]) => k !== RESOURCE_PODS && !isExtendedResourceName(k)));
   for (const [k, v] of allocatableFrom(capacity, inputs.reservation(reservable))) allocatable.set(k, v);
+  for (const [k, n] of Object.entries(devicePluginAllocatable ?? {})) allocatable.set(k, Quantity.fromValue(n, 'DecimalSI'));
   node.status.capacity = fromResourceList(capacity);
   node.status.allocatable = fromResourceList(allocatable);
 }

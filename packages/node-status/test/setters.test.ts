@@ -119,6 +119,22 @@ t.test('MachineInfo: capacity, allocatable, ids, pods per core, reboot event, ex
   t.same(broken.status!.capacity, { cpu: '0', memory: '0', pods: '110' });
 });
 
+t.test('MachineInfo: device plugin resources in capacity and allocatable; a removed one stays at 0', async (t) => {
+  const node: V1Node = { status: { capacity: { 'example.com/old': '2' }, allocatable: { 'example.com/old': '2' } } };
+  setMachineInfo(node, {
+    nodeName: 'n1',
+    info: fakeMachineInfo(),
+    maxPods: 110,
+    podsPerCore: 0,
+    reservation,
+    devicePluginResourceCapacity: () => ({ capacity: { 'example.com/foo': 3 }, allocatable: { 'example.com/foo': 2 }, removed: ['example.com/old'] }),
+  });
+  t.equal(node.status!.capacity!['example.com/foo'], '3', 'every device');
+  t.equal(node.status!.allocatable!['example.com/foo'], '2', 'the healthy ones');
+  t.equal(node.status!.capacity!['example.com/old'], '0');
+  t.equal(node.status!.allocatable!['example.com/old'], '0');
+});
+
 t.test('VersionInfo, DaemonEndpoints, addresses', async (t) => {
   const node: V1Node = {};
   setVersionInfo(node, { kernelVersion: '6.1', osImage: 'Debian', runtimeName: 'containerd', runtimeVersion: '1.6.20', kubeletVersion: 'v1.31.0', os: 'linux', arch: 'amd64' });
