@@ -364,8 +364,13 @@ export class DBusConnection {
     }
     const connection = new DBusConnection(socket);
     connection.listen();
-    const hello = await connection.call({ destination: 'org.freedesktop.DBus', path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus', member: 'Hello' });
-    connection.uniqueName = hello.body[0] as string;
+    const helloTimer = setTimeout(() => socket.destroy(new Error(`D-Bus: no answer to Hello from ${address}`)), options.timeoutMs ?? 5000);
+    try {
+      const hello = await connection.call({ destination: 'org.freedesktop.DBus', path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus', member: 'Hello' });
+      connection.uniqueName = hello.body[0] as string;
+    } finally {
+      clearTimeout(helloTimer);
+    }
     return connection;
   }
 

@@ -23,5 +23,5 @@ export {
   type InhibitLock,
   type LogindShutdownTriggerOptions,
 } from './logind.js';
-export { DBusConnection, DBusError, busSocketPath, decodeMessage, encodeMessage, systemBusAddress, type DBusMessage, type DBusValue, type DBusVariant, type MethodCall } from './dbus.js';
+export { DBusConnection, DBusError, MessageType, busSocketPath, decodeMessage, encodeMessage, splitSignature, messageLength, systemBusAddress, type DBusMessage, type DBusValue, type DBusVariant, type MethodCall } from './dbus.js';
 export { defaultShutdownTrigger } from './default-trigger.js';

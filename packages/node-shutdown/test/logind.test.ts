@@ -1,0 +1,214 @@
+// The logind trigger against a private dbus-daemon (Debian's dbus package) with a fake org.freedesktop.login1 and
+// org.freedesktop.systemd1 served by our own D-Bus client. What cannot run here: the real logind, and an Inhibit reply
+// carrying a file descriptor (neither our client nor Node can pass one), so the lock holder is faked in the trigger
+// tests and systemd-inhibit is checked for the call it makes.
+import t, { type Test } from 'tap';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  DBusConnection,
+  DBusError,
+  INHIBIT_WHY,
+  LogindShutdownTrigger,
+  SystemdInhibitLock,
+  decodeMessage,
+  defaultShutdownTrigger,
+  encodeMessage,
+  type DBusMessage,
+  type InhibitLock,
+} from '../src/index.js';
+
+async function privateBus(t: Test): Promise<{ address: string; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'node-shutdown-dbus-'));
+  const socket = join(dir, 'bus');
+  writeFileSync(
+    join(dir, 'bus.conf'),
+    `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <listen>unix:path=${socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/><allow user="*"/></policy>
+</busconfig>
+`,
+  );
+  const daemon = spawn('dbus-daemon', [`--config-file=${join(dir, 'bus.conf')}`, '--nofork', '--print-address'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const address = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    daemon.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(out.split('\n')[0].trim());
+    });
+    daemon.once('exit', (code) => reject(new Error(`dbus-daemon exited ${code}`)));
+    daemon.once('error', reject);
+  });
+  t.teardown(async () => {
+    const exited = new Promise((resolve) => daemon.once('exit', resolve));
+    daemon.kill('SIGTERM');
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { address, dir };
+}
+
+/** A fake logind (and systemd's KillUnit) on the bus: InhibitDelayMaxUSec comes from its drop-in directory on SIGHUP. */
+async function fakeLogind(t: Test, address: string, options: { delayUSec: bigint; confDir: string; honourDropIn?: boolean }) {
+  const connection = await DBusConnection.connect(address);
+  t.teardown(() => connection.close());
+  const calls: DBusMessage[] = [];
+  let delay = options.delayUSec;
+  connection.onMethodCall((call) => {
+    calls.push(call);
+    if (call.interface === 'org.freedesktop.DBus.Properties' && call.member === 'Get' && call.body[1] === 'InhibitDelayMaxUSec') {
+      connection.reply(call, 'v', [{ signature: 't', value: delay }]);
+    } else if (call.member === 'KillUnit') {
+      if (options.honourDropIn ?? true) {
+        const seconds = /InhibitDelayMaxSec=(\d+)/.exec(readFileSync(join(options.confDir, '99-kubelet.conf'), 'utf8'))?.[1];
+        if (seconds) delay = BigInt(seconds) * 1_000_000n;
+      }
+      connection.reply(call);
+    } else if (call.member === 'Inhibit') {
+      connection.replyError(call, 'org.freedesktop.DBus.Error.NotSupported', 'the fake logind cannot pass a file descriptor');
+    } else {
+      connection.replyError(call, 'org.freedesktop.DBus.Error.UnknownMethod', `no ${call.member}`);
+    }
+  });
+  for (const name of ['org.freedesktop.login1', 'org.freedesktop.systemd1']) {
+    const reply = await connection.call({ destination: 'org.freedesktop.DBus', path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus', member: 'RequestName', signature: 'su', body: [name, 0] });
+    t.equal(reply.body[0], 1, `owns ${name}`);
+  }
+  const prepareForShutdown = (active: boolean) => connection.emitSignal('/org/freedesktop/login1', 'org.freedesktop.login1.Manager', 'PrepareForShutdown', 'b', [active]);
+  return { connection, calls, prepareForShutdown };
+}
+
+class RecordingLock implements InhibitLock {
+  readonly calls: string[] = [];
+  async acquire(): Promise<void> {
+    this.calls.push('acquire');
+  }
+  async release(): Promise<void> {
+    this.calls.push('release');
+  }
+}
+
+t.test('messages round-trip through the wire format', async (t) => {
+  const message = {
+    type: 1 as const,
+    flags: 0,
+    serial: 7,
+    path: '/org/freedesktop/login1',
+    interface: 'org.freedesktop.login1.Manager',
+    member: 'Inhibit',
+    destination: 'org.freedesktop.login1',
+    signature: 'ssssa{sv}(tb)',
+    body: ['shutdown', 'kubelet', INHIBIT_WHY, 'delay', [['k', { signature: 'u', value: 3 }]], [5n, true]],
+  };
+  const bytes = encodeMessage(message);
+  t.equal(bytes.length % 8 === 0 || bytes.length > 0, true);
+  t.match(decodeMessage(bytes), message);
+});
+
+t.test('logind: raises InhibitDelayMaxSec through the drop-in and SIGHUP, holds the lock, follows PrepareForShutdown', async (t) => {
+  const { address, dir } = await privateBus(t);
+  const confDir = join(dir, 'logind.conf.d');
+  const logind = await fakeLogind(t, address, { delayUSec: 5_000_000n, confDir });
+  const lock = new RecordingLock();
+  const trigger = new LogindShutdownTrigger({ shutdownGracePeriodMs: 30_000, busAddress: address, lock, logindConfigDirectory: confDir });
+  t.equal(trigger.name, 'logind');
+  const events: boolean[] = [];
+  let wake: () => void = () => undefined;
+  await trigger.start((shuttingDown) => {
+    events.push(shuttingDown);
+    wake();
+  });
+  t.equal(readFileSync(join(confDir, '99-kubelet.conf'), 'utf8'), '# Kubelet logind override\n[Login]\nInhibitDelayMaxSec=30\n', "Go's drop-in");
+  const kill = logind.calls.find((c) => c.member === 'KillUnit')!;
+  t.match(kill, { destination: 'org.freedesktop.systemd1', path: '/org/freedesktop/systemd1', interface: 'org.freedesktop.systemd1.Manager', body: ['systemd-logind.service', 'all', 1] }, 'SIGHUP to systemd-logind');
+  t.equal(logind.calls.filter((c) => c.member === 'Get').length, 2, 'the delay is read again after the reload');
+  t.same(lock.calls, ['acquire']);
+
+  await new Promise<void>((resolve) => {
+    wake = resolve;
+    logind.prepareForShutdown(true);
+  });
+  await new Promise<void>((resolve) => {
+    wake = resolve;
+    logind.prepareForShutdown(false);
+  });
+  t.same(events, [true, false]);
+  await trigger.releaseInhibitLock();
+  await trigger.acquireInhibitLock();
+  await trigger.stop();
+  t.same(lock.calls, ['acquire', 'release', 'acquire', 'release']);
+});
+
+t.test('logind: a delay already long enough is left alone', async (t) => {
+  const { address, dir } = await privateBus(t);
+  const confDir = join(dir, 'logind.conf.d');
+  const logind = await fakeLogind(t, address, { delayUSec: 60_000_000n, confDir });
+  const trigger = new LogindShutdownTrigger({ shutdownGracePeriodMs: 30_000, busAddress: address, lock: new RecordingLock(), logindConfigDirectory: confDir });
+  await trigger.start(() => undefined);
+  t.notOk(logind.calls.some((c) => c.member === 'KillUnit'));
+  await trigger.stop();
+});
+
+t.test('logind: a reload that does not raise the delay fails start() with Go\'s message and releases everything', async (t) => {
+  const { address, dir } = await privateBus(t);
+  const confDir = join(dir, 'logind.conf.d');
+  await fakeLogind(t, address, { delayUSec: 5_000_000n, confDir, honourDropIn: false });
+  const lock = new RecordingLock();
+  const trigger = new LogindShutdownTrigger({ shutdownGracePeriodMs: 30_000, busAddress: address, lock, logindConfigDirectory: confDir });
+  await t.rejects(trigger.start(() => undefined), {
+    message:
+      'node shutdown manager was unable to update logind InhibitDelayMaxSec to 30s (ShutdownGracePeriod), current value of InhibitDelayMaxSec (5s) is less than requested ShutdownGracePeriod',
+  });
+  t.same(lock.calls, ['release'], 'never acquired; released on the way out');
+});
+
+t.test('systemd-inhibit asks logind for a delay lock on shutdown with Go\'s who and why', async (t) => {
+  const { address, dir } = await privateBus(t);
+  const logind = await fakeLogind(t, address, { delayUSec: 0n, confDir: join(dir, 'none') });
+  const lock = new SystemdInhibitLock({ env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: address } });
+  await t.rejects(lock.acquire(), /systemd-inhibit exited \(1\) without the lock: .*cannot pass a file descriptor/);
+  const inhibit = logind.calls.find((c) => c.member === 'Inhibit');
+  t.match(inhibit, { interface: 'org.freedesktop.login1.Manager', path: '/org/freedesktop/login1', body: ['shutdown', 'kubelet', 'Kubelet needs time to handle node shutdown', 'delay'] });
+});
+
+t.test('the lock holder keeps its child until released', async (t) => {
+  // A stand-in for systemd-inhibit with logind's lock granted: it runs the command it is given.
+  const dir = mkdtempSync(join(tmpdir(), 'node-shutdown-inhibit-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const fake = join(dir, 'systemd-inhibit');
+  writeFileSync(fake, `#!/bin/sh\necho "$@" > ${join(dir, 'args')}\nshift 4\nexec "$@"\n`);
+  chmodSync(fake, 0o755);
+  const lock = new SystemdInhibitLock({ command: fake });
+  await lock.acquire();
+  t.equal(readFileSync(join(dir, 'args'), 'utf8').split(' /bin/sh')[0], '--what=shutdown --who=kubelet --why=Kubelet needs time to handle node shutdown --mode=delay');
+  await lock.acquire();
+  await lock.release();
+  await lock.release();
+  t.pass('released; a second release is a no-op');
+});
+
+t.test('errors from the bus are DBusErrors', async (t) => {
+  const { address } = await privateBus(t);
+  const connection = await DBusConnection.connect(address);
+  t.teardown(() => connection.close());
+  t.match(connection.uniqueName, /^:\d+\.\d+$/);
+  await t.rejects(connection.getProperty('org.freedesktop.login1', '/org/freedesktop/login1', 'org.freedesktop.login1.Manager', 'InhibitDelayMaxUSec'), DBusError);
+});
+
+t.test('the default trigger: the signal without a system bus socket, and when logind does not answer', async (t) => {
+  const before = process.listenerCount('SIGUSR2');
+  const none = defaultShutdownTrigger({ shutdownGracePeriodMs: 30_000, busAddress: 'unix:path=/nonexistent/system_bus_socket', signal: 'SIGUSR2' });
+  await none.start(() => undefined);
+  t.equal(none.name, 'signal SIGUSR2');
+  await none.stop();
+  const { address } = await privateBus(t);
+  const silent = defaultShutdownTrigger({ shutdownGracePeriodMs: 30_000, busAddress: address, signal: 'SIGUSR2' });
+  await silent.start(() => undefined);
+  t.equal(silent.name, 'signal SIGUSR2', 'no org.freedesktop.login1 on the bus: the signal');
+  await silent.stop();
+  t.equal(process.listenerCount('SIGUSR2'), before, 'no listener left');
+});
