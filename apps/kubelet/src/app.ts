@@ -19,6 +19,7 @@ import { runOnce, type RunPodResult } from './run-once.js';
 import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/status-manager';
 import type { NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
 import { KUBELET_VERSION } from './version.js';
+import type { PodResourcesServer } from '@kubelet-ts/device-manager';
 import type { NodeShutdownManager } from '@kubelet-ts/node-shutdown';
 
 /**
@@ -138,6 +139,13 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     }
     logManager?.start();
   }
+  // Go: ListenAndServePodResources, the pod resources API on <root-dir>/pod-resources/kubelet.sock.
+  const podResources = config.runOnce ? undefined : c.resolve<PodResourcesServer | undefined>(Tokens.PodResourcesServer);
+  try {
+    await podResources?.start();
+  } catch (error) {
+    logger.error('Failed to start the pod resources server', error);
+  }
   // Go: the node shutdown manager watches for a shutdown (logind, else a signal); a failure to watch is logged.
   const shutdownManager = config.runOnce ? undefined : c.resolve<NodeShutdownManager | undefined>(Tokens.NodeShutdownManager);
   const shutdownStarted = shutdownManager?.start().catch((error: unknown) => logger.error('Failed to start node shutdown manager', error));
@@ -145,7 +153,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   const teardown = async () => {
     await shutdownStarted;
     await shutdownManager?.stop();
-    await Promise.all([healthz?.stop(), servers?.stop(), logManager?.stop()]);
+    await Promise.all([healthz?.stop(), servers?.stop(), logManager?.stop(), podResources?.stop()]);
     await Promise.all(apiServerParts.map((part) => part.stop()));
     await Promise.all([c.resolve<ConfigMapManager | undefined>(Tokens.ConfigMapManager)?.stop(), c.resolve<SecretManager | undefined>(Tokens.SecretManager)?.stop()]);
     await recorder.stop();

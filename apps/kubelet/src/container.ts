@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
-import { PodCache, createLogger, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { PodCache, createLogger, isMirrorPod, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { RemoteImageService, RemoteRuntimeService, type ImageService, type RuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
@@ -47,6 +47,7 @@ import { registerServerDeps } from './kubelet-server.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
 import { instrumentImageService, instrumentRuntimeService, type KubeletMetrics } from '@kubelet-ts/server';
 import { createKubeletMetrics, plegMetricsHooks, probeMetricsHooks, volumeMetricsHook } from './metrics.js';
+import { DeviceManager, PodResourcesServer, podResourcesSocketPath } from '@kubelet-ts/device-manager';
 
 /**
  * The injection tokens of KubeletDeps. Only the app knows tsyringe: every library is built here by a
@@ -102,6 +103,10 @@ export const Tokens = {
   /** Go: nodeshutdown.Manager (GracefulNodeShutdown), and what tells it of a shutdown (logind, else a signal). */
   NodeShutdownManager: Symbol.for('kubelet-ts.NodeShutdownManager'),
   ShutdownTrigger: Symbol.for('kubelet-ts.ShutdownTrigger'),
+  /** Go: devicemanager.ManagerImpl on <root-dir>/device-plugins; undefined in --runonce mode. */
+  DeviceManager: Symbol.for('kubelet-ts.DeviceManager'),
+  /** Go: the pod resources API v1 server on <root-dir>/pod-resources/kubelet.sock; undefined in --runonce mode. */
+  PodResourcesServer: Symbol.for('kubelet-ts.PodResourcesServer'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
 
@@ -199,6 +204,9 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       nodeStatusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
       rootDir: config.rootDir,
       kubeletVersion: KUBELET_VERSION,
+      // Go: GetDevicePluginResourceCapacity, and ShouldResetExtendedResourceCapacity (no device checkpoint).
+      devicePluginResourceCapacity: () => c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.getCapacity() ?? { capacity: {}, allocatable: {}, removed: [] },
+      shouldResetExtendedResourceCapacity: () => c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.shouldResetExtendedResourceCapacity() ?? false,
     });
   };
   c.register<NodeStatusManager | undefined>(
@@ -355,6 +363,8 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           kubeletVersion: KUBELET_VERSION,
           // Go: the pod's cgroup is its sandbox's cgroupParent (GetPodCgroupParent).
           cgroupParentFor: (pod) => c.resolve<ContainerManager | undefined>(Tokens.ContainerManager)?.podCgroupParent(pod) ?? '',
+          // Go: GenerateRunContainerOptions' device options (containerManager.GetResources).
+          deviceRunContainerOptionsFor: async (pod, container) => c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.getDeviceRunContainerOptions(pod, container),
         }),
     ),
   );
@@ -592,6 +602,34 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       });
     }),
   );
+  c.register<DeviceManager | undefined>(
+    Tokens.DeviceManager,
+    singleton((c) =>
+      config.runOnce
+        ? undefined
+        : new DeviceManager({
+            socketDir: join(config.rootDir, 'device-plugins'),
+            clock: c.resolve(Tokens.Clock),
+            logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'device-manager' }),
+          }),
+    ),
+  );
+  c.register<PodResourcesServer | undefined>(
+    Tokens.PodResourcesServer,
+    singleton((c) => {
+      const devices = c.resolve<DeviceManager | undefined>(Tokens.DeviceManager);
+      if (!devices) return undefined;
+      return new PodResourcesServer({
+        socketPath: podResourcesSocketPath(config.rootDir),
+        // Go: the pod manager's pods.
+        pods: () => c.resolve<Kubelet>(Tokens.Kubelet).podManager.getPods().filter((pod) => !isMirrorPod(pod)),
+        devices,
+        getEnabled: config.featureGates.KubeletPodResourcesGet ?? false,
+        getAllocatableEnabled: config.featureGates.KubeletPodResourcesGetAllocatable ?? true,
+        logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'pod-resources' }),
+      });
+    }),
+  );
   registerServerDeps(c, config);
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
@@ -620,6 +658,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           allowedUnsafeSysctls: config.allowedUnsafeSysctls,
           containerManager: c.resolve<ContainerManager | undefined>(Tokens.ContainerManager),
           evictionManager: c.resolve<EvictionManager>(Tokens.EvictionManager),
+          deviceManager: c.resolve<DeviceManager | undefined>(Tokens.DeviceManager),
           extraAdmitHandlers: [c.resolve<NodeShutdownManager | undefined>(Tokens.NodeShutdownManager)].filter((h) => h !== undefined),
           metrics: c.resolve<KubeletMetrics>(Tokens.Metrics),
           clock: c.resolve(Tokens.Clock),

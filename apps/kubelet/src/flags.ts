@@ -122,10 +122,13 @@ export const KNOWN_FEATURE_GATES: Record<string, boolean> = {
   EventedPLEG: false,
   // Go 1.21+: beta, on by default (graceful node shutdown; shutdownGracePeriod 0 still disables it).
   GracefulNodeShutdown: true,
+  // Pod resources API: Get is alpha (Go v1.27+, off by default); GetAllocatableResources beta since v1.23 (on).
+  KubeletPodResourcesGet: false,
+  KubeletPodResourcesGetAllocatable: true,
 };
 
 /** Go's pre-release stage of each known gate, for --feature-gates' list. */
-const FEATURE_GATE_STAGES: Record<string, string> = { EventedPLEG: 'ALPHA' };
+const FEATURE_GATE_STAGES: Record<string, string> = { EventedPLEG: 'ALPHA', KubeletPodResourcesGet: 'ALPHA' };
 
 const TYPE_OF_KIND: Record<FlagKind, string> = {
   string: 'string',

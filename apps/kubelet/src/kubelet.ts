@@ -37,7 +37,8 @@ import { RuntimeState } from './runtime-state.js';
 import type { KubeletMetrics } from '@kubelet-ts/server';
 import { podFirstSeenTime, recordStartedPodsAndContainers } from './metrics.js';
 import { cleanupOrphanedPodCgroups, type CgroupName, type PodCgroupManager } from '@kubelet-ts/container-manager';
-import { ActiveDeadlineHandler, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPod, rejectPod, type PodAdmitHandler } from './lifecycle/index.js';
+import { ActiveDeadlineHandler, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPodAsync, rejectPod, type AsyncPodAdmitHandler, type PodAdmitHandler } from './lifecycle/index.js';
+import type { DeviceManagerLike } from '@kubelet-ts/device-manager';
 
 /** Where the kubelet's desired pods come from: pod-config's merged stream. */
 export interface PodSource {
@@ -112,6 +113,11 @@ export interface KubeletOptions {
    * kubelet's active pods and evicts through the pod workers (killPodForEviction).
    */
   evictionManager?: EvictionManagerLike;
+  /**
+   * The device manager (Go: devicemanager.ManagerImpl, inside the container manager): started before pods sync, its
+   * allocation is the resource allocation admit handler (after sysctls, before the predicates).
+   */
+  deviceManager?: Pick<DeviceManagerLike, 'start' | 'stop' | 'admit' | 'updateAllocatedDevices' | 'allocatedDeviceCounts'>;
   /** More admit handlers, after Go's built-in ones (the node shutdown manager's: no pods while the node shuts down). */
   extraAdmitHandlers?: PodAdmitHandler[];
   syncPeriodMs?: number;
@@ -246,7 +252,7 @@ export class Kubelet implements PodSyncer {
   syncLoopIterations = 0;
   private running?: Promise<void>;
   /** Pod admission in Go's order: sysctls, then the scheduler's predicates against the node. */
-  private readonly admitHandlers: PodAdmitHandler[];
+  private readonly admitHandlers: AsyncPodAdmitHandler[];
   /** The Node as it was when the pods being admitted were added. */
   private admissionNode?: V1Node;
   private readonly activeDeadline: ActiveDeadlineHandler;
@@ -265,7 +271,14 @@ export class Kubelet implements PodSyncer {
     // Go's order: the eviction manager's handler, sysctls, then the scheduler's predicates.
     this.admitHandlers = [new SysctlAllowlistAdmitHandler({ allowedUnsafeSysctls: options.allowedUnsafeSysctls })];
     if (options.evictionManager) this.admitHandlers.unshift(options.evictionManager);
-    if (options.getNode) this.admitHandlers.push(new PredicateAdmitHandler({ getNode: () => this.admissionNode, logger: this.logger }));
+    // Go: the container manager's resource allocation handler (devices) comes before the predicates.
+    const deviceManager = options.deviceManager;
+    if (deviceManager) this.admitHandlers.push({ admit: (attrs) => deviceManager.admit(attrs) });
+    if (options.getNode) {
+      this.admitHandlers.push(
+        new PredicateAdmitHandler({ getNode: () => this.admissionNode, allocatedPluginResources: deviceManager && (() => deviceManager.allocatedDeviceCounts()), logger: this.logger }),
+      );
+    }
     this.admitHandlers.push(...(options.extraAdmitHandlers ?? []));
     this.activeDeadline = new ActiveDeadlineHandler({ clock: this.clock, getPodStatus: (uid) => this.statuses.get(uid), recorder: options.recorder });
   }
@@ -305,6 +318,10 @@ export class Kubelet implements PodSyncer {
     const loops: Array<Promise<unknown>> = [];
     // Go: the container manager starts before any pod syncs (initializeRuntimeDependentModules); a failure is fatal.
     await this.options.containerManager?.start(() => this.getActivePods(), signal);
+    await this.options.deviceManager?.start(
+      () => this.getActivePods(),
+      () => podSource.sourcesReady(),
+    );
     loops.push(until(() => this.updateRuntimeUp(), this.options.runtimeCheckPeriodMs ?? RUNTIME_CHECK_PERIOD_MS, signal, this.clock, { logger: this.logger, name: 'updateRuntimeUp' }));
     // Go: the volume manager runs before the sync loop, so volumes found on disk are known before any pod syncs.
     try {
@@ -337,6 +354,7 @@ export class Kubelet implements PodSyncer {
       await this.podWorkers.stop();
       await this.volumeManager?.stop();
       await this.options.containerManager?.stop();
+      await this.options.deviceManager?.stop();
       await Promise.allSettled(loops);
       this.logger.info('Kubelet sync loop stopped');
     }
@@ -414,6 +432,8 @@ export class Kubelet implements PodSyncer {
           this.logger.v(4).info('SyncLoop (housekeeping, skipped): sources aren\'t ready yet');
           return;
         }
+        // Go frees the devices of pods that are gone before each allocation; housekeeping does it too.
+        this.options.deviceManager?.updateAllocatedDevices();
         return this.handlePodCleanups();
     }
   }
@@ -467,7 +487,7 @@ export class Kubelet implements PodSyncer {
       }
       // Go: only pods not already being terminated by another part of the kubelet go through admission.
       if (!this.podWorkers.isPodTerminationRequested(pod.metadata!.uid!)) {
-        const result = admitPod(this.admitHandlers, { pod, otherPods: this.filterOutInactivePods(existing) });
+        const result = await admitPodAsync(this.admitHandlers, { pod, otherPods: this.filterOutInactivePods(existing) });
         if (!result.admit) {
           this.logger.info('Pod rejected', { pod: podRef(pod), reason: result.reason, message: result.message });
           rejectPod(pod, result.reason ?? '', result.message ?? '', { recorder: this.options.recorder, setPodStatus: (p, status) => this.setStatus(p, status) });

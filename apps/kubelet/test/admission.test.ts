@@ -3,6 +3,7 @@ import type { V1Container, V1Node, V1NodeSelectorTerm, V1Pod, V1PodStatus, V1Tai
 import { RecordingEventRecorder } from '@kubelet-ts/core/testing';
 import {
   admitPod,
+  admitPodAsync,
   computePodResourceRequest,
   HostPortInfo,
   InsufficientResourceError,
@@ -106,6 +107,22 @@ t.test('admitPod runs the handlers in order and the first refusal wins', async (
   );
   t.same(result, { admit: false, reason: 'First', message: 'first says no' });
   t.same(calls, ['a', 'b'], 'handlers after the refusal are not asked');
+});
+
+t.test('admitPodAsync awaits each handler in order; the first refusal wins', async (t) => {
+  const seen: string[] = [];
+  const attrs = { pod: makePod('p'), otherPods: [] };
+  const result = await admitPodAsync(
+    [
+      { admit: () => (seen.push('sync'), { admit: true }) },
+      { admit: async () => (seen.push('async'), { admit: false, reason: 'UnexpectedAdmissionError', message: 'Allocate failed' }) },
+      { admit: () => (seen.push('never'), { admit: true }) },
+    ],
+    attrs,
+  );
+  t.same(result, { admit: false, reason: 'UnexpectedAdmissionError', message: 'Allocate failed' });
+  t.same(seen, ['sync', 'async']);
+  t.same(await admitPodAsync([], attrs), { admit: true });
 });
 
 t.test('rejectPod records a Warning event and fails the pod with "Pod <message>"', async (t) => {
@@ -259,6 +276,18 @@ t.test('extended and other scalar resources', async (t) => {
   });
   // Unknown unprefixed resources are not scalar and are not checked.
   t.same(admit(node, makePod('p', { containers: [{ storage: '100Ti' }] })), { admit: true });
+});
+
+t.test("device plugin resources: allocated devices raise the node's allocatable (Go: UpdatePluginResources, sanitizeNodeAllocatable)", async (t) => {
+  // Right after a kubelet restart the plugin has not registered again: the node says 0 devices.
+  const node = makeNode({ allocatable: { cpu: '4', memory: '4Gi', pods: '110', 'example.com/gpu': '0' } });
+  const pod = makePod('p', { containers: [{ 'example.com/gpu': '1' }] });
+  const without = new PredicateAdmitHandler({ getNode: () => node });
+  t.match(without.admit({ pod, otherPods: [] }), { admit: false, reason: 'OutOfexample.com/gpu' });
+  const handler = new PredicateAdmitHandler({ getNode: () => node, allocatedPluginResources: () => ({ 'example.com/gpu': 1 }) });
+  t.same(handler.admit({ pod, otherPods: [] }), { admit: true }, 'the pod whose device is allocated (from the checkpoint) passes');
+  t.match(handler.admit({ pod: makePod('q', { containers: [{ 'example.com/gpu': '1' }] }), otherPods: [pod] }), { admit: false, reason: 'OutOfexample.com/gpu' }, 'no more than allocated');
+  t.same(node.status?.allocatable?.['example.com/gpu'], '0', 'the node itself is not changed');
 });
 
 t.test('node selector and required node affinity: reason NodeAffinity', async (t) => {

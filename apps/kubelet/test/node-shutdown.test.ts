@@ -45,6 +45,36 @@ async function waitFor<T>(what: string, probe: () => T | undefined | false | Pro
   return value as T;
 }
 
+t.test('config: shutdownGracePeriod fields from the config file, with Go\'s validation', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kubelet-shutdown-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const resolveWith = (fields: Json, flags: string[] = []) => {
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', ...fields }));
+    return resolveConfig(parseFlags([`--config=${file}`, ...flags]));
+  };
+  const defaults = resolveWith({});
+  t.same([defaults.shutdownGracePeriodMs, defaults.shutdownGracePeriodCriticalPodsMs], [0, 0], 'off by default');
+  t.equal(defaults.featureGates.GracefulNodeShutdown, true, 'the gate is on by default (Go 1.21+)');
+  const set = resolveWith({ shutdownGracePeriod: '1m30s', shutdownGracePeriodCriticalPods: '30s' });
+  t.same([set.shutdownGracePeriodMs, set.shutdownGracePeriodCriticalPodsMs], [90_000, 30_000], 'durations parsed like the other duration fields');
+  t.throws(() => resolveWith({ shutdownGracePeriod: '10s', shutdownGracePeriodCriticalPods: '20s' }), {
+    message:
+      'invalid configuration: shutdownGracePeriod 10s must be >= 0, shutdownGracePeriodCriticalPods 20s must be >= 0, and shutdownGracePeriodCriticalPods 20s must be <= shutdownGracePeriod 10s',
+  });
+  t.throws(() => resolveWith({ shutdownGracePeriod: '10s' }, ['--feature-gates=GracefulNodeShutdown=false']), {
+    message: 'invalid configuration: specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods requires feature gate GracefulNodeShutdown',
+  });
+  t.throws(() => resolveWith({ shutdownGracePeriod: 'soon' }), /soon/);
+  // No manager (so no admit handler and no Ready error) unless shutdownGracePeriod > 0 with the gate on.
+  const off = container.createChildContainer();
+  registerKubeletDeps(off, defaults);
+  t.equal(off.resolve(Tokens.NodeShutdownManager), undefined, 'shutdownGracePeriod 0: no manager');
+  const on = container.createChildContainer();
+  registerKubeletDeps(on, set);
+  t.ok(on.resolve<NodeShutdownManager>(Tokens.NodeShutdownManager).enabled, 'shutdownGracePeriod 1m30s: a manager');
+});
+
 t.test('SIGPWR: regular pods stop, then critical ones; both end Failed/Terminated; the node goes NotReady and refuses pods', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kubelet-shutdown-'));
   const node = 'shutdown-node';
@@ -55,10 +85,10 @@ t.test('SIGPWR: regular pods stop, then critical ones; both end Failed/Terminate
   const server = await startTestApiServer({});
   const runtime = new RemoteRuntimeService({ endpoint: local.endpoint });
   const controller = new AbortController();
-  let running: RunningKubelet | undefined;
+  const started: { kubelet?: RunningKubelet } = {};
   t.teardown(async () => {
     controller.abort();
-    await running?.done;
+    await started.kubelet?.done;
     await server.close();
     for (const sandbox of await runtime.listPodSandbox()) {
       await runtime.stopPodSandbox(sandbox.id).catch(() => undefined);
@@ -96,7 +126,7 @@ t.test('SIGPWR: regular pods stop, then critical ones; both end Failed/Terminate
   const c = container.createChildContainer();
   registerKubeletDeps(c, config);
   if (!process.env.KUBELET_E2E_LOGS) c.register(Tokens.Logger, { useValue: noopLogger });
-  running = await startKubelet(c, controller.signal);
+  started.kubelet = await startKubelet(c, controller.signal);
   const get = (resource: string, namespace: string | undefined, name: string) => server.store.get(resource, namespace, name) as Json | undefined;
   const ready = (n: Json | undefined) => n?.status?.conditions?.find((cond: Json) => cond.type === 'Ready');
 

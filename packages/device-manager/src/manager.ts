@@ -39,6 +39,8 @@ export interface DeviceManagerLike {
   getDeviceRunContainerOptions(pod: V1Pod, container: V1Container): Promise<DeviceRunContainerOptions | undefined>;
   getCapacity(): DevicePluginResourceCapacity;
   updateAllocatedDevices(): void;
+  /** How many devices of each resource are allocated (for UpdatePluginResources' sanitizeNodeAllocatable). */
+  allocatedDeviceCounts(): Record<string, number>;
   getDevices(podUID: string, containerName: string): ContainerDevices[];
   getAllocatableDevices(): ContainerDevices[];
   shouldResetExtendedResourceCapacity(): boolean;
@@ -276,6 +278,17 @@ export class DeviceManager implements DeviceManagerLike {
     this.logger.v(3).info('Pods to be removed', { podUIDs: [...toRemove] });
     this.podDevices.delete(toRemove);
     this.allocatedDevices = this.podDevices.devices();
+  }
+
+  /**
+   * The allocated device count per resource. Go's UpdatePluginResources raises the node's allocatable to at least
+   * these in the predicate admit handler (sanitizeNodeAllocatable), so pods that already have devices pass
+   * admission while their plugin is away (e.g. right after a kubelet restart, before it re-registers).
+   */
+  allocatedDeviceCounts(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [resource, devices] of this.allocatedDevices) out[resource] = devices.size;
+    return out;
   }
 
   /** resourceAllocator.Admit's device part: allocates for every init and app container in order. */

@@ -78,6 +78,12 @@ export class FakeDeviceManager implements DeviceManagerLike {
     for (const uid of [...this.allocations.keys()]) if (!active.has(uid)) this.allocations.delete(uid);
   }
 
+  allocatedDeviceCounts(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const resource of Object.keys(this.devices)) out[resource] = this.inUse(resource).size;
+    return out;
+  }
+
   getDevices(podUID: string, containerName: string): ContainerDevices[] {
     return this.allocations.get(podUID)?.get(containerName) ?? [];
   }

@@ -42,6 +42,20 @@ export function admitPod(handlers: readonly PodAdmitHandler[], attrs: PodAdmitAt
   return { admit: true };
 }
 
+/** An admit handler that may answer later (the device manager's allocation calls its plugins). */
+export interface AsyncPodAdmitHandler {
+  admit(attrs: PodAdmitAttributes): PodAdmitResult | Promise<PodAdmitResult>;
+}
+
+/** admitPod for handlers that may be asynchronous: each runs after the one before it answered. */
+export async function admitPodAsync(handlers: readonly AsyncPodAdmitHandler[], attrs: PodAdmitAttributes): Promise<PodAdmitResult> {
+  for (const handler of handlers) {
+    const result = await handler.admit(attrs);
+    if (!result.admit) return { admit: false, reason: result.reason ?? '', message: result.message ?? '' };
+  }
+  return { admit: true };
+}
+
 /** The status Go's rejectPod sets on a refused pod: Failed, with the reason and `Pod <message>`. */
 export function rejectedPodStatus(reason: string, message: string): V1PodStatus {
   return { phase: 'Failed', reason, message: `Pod ${message}` };

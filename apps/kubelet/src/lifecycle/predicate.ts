@@ -134,6 +134,11 @@ export interface PredicateAdmitHandlerOptions {
   admissionFailureHandler?: AdmissionFailureHandler;
   /** Default true, as Go v1.22+; false reproduces Go v1.20.2, which does not look at taints. */
   checkNoExecuteTaints?: boolean;
+  /**
+   * Go: pluginResourceUpdateFunc (the container manager's UpdatePluginResources): the devices already allocated per
+   * resource; the node's allocatable of each is raised to at least that (sanitizeNodeAllocatable).
+   */
+  allocatedPluginResources?: () => Record<string, number>;
   logger?: Logger;
 }
 
@@ -142,12 +147,14 @@ export class PredicateAdmitHandler implements PodAdmitHandler {
   private readonly getNode: () => V1Node | undefined;
   private readonly admissionFailureHandler: AdmissionFailureHandler;
   private readonly checkNoExecuteTaints: boolean;
+  private readonly allocatedPluginResources?: () => Record<string, number>;
   private readonly logger: Logger;
 
   constructor(opts: PredicateAdmitHandlerOptions) {
     this.getNode = opts.getNode;
     this.admissionFailureHandler = opts.admissionFailureHandler ?? ((_pod, reasons) => reasons);
     this.checkNoExecuteTaints = opts.checkNoExecuteTaints ?? true;
+    this.allocatedPluginResources = opts.allocatedPluginResources;
     this.logger = opts.logger ?? noopLogger;
   }
 
@@ -165,6 +172,10 @@ export class PredicateAdmitHandler implements PodAdmitHandler {
     let reasons: PredicateFailureReason[];
     try {
       const nodeInfo = new NodeInfo(node, attrs.otherPods);
+      // Go: UpdatePluginResources -> sanitizeNodeAllocatable.
+      for (const [resource, allocated] of Object.entries(this.allocatedPluginResources?.() ?? {})) {
+        if ((nodeInfo.allocatable.scalarResources.get(resource) ?? -1) < allocated) nodeInfo.allocatable.scalarResources.set(resource, allocated);
+      }
       reasons = generalPredicates(removeMissingExtendedResources(pod, nodeInfo), nodeInfo, { checkNoExecuteTaints: this.checkNoExecuteTaints });
     } catch (err) {
       // A malformed quantity: the API server validates them, but a static pod may carry one.
