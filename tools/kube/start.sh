@@ -65,7 +65,7 @@ apiserver_args=(
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$KUBE_APISERVER_PORT" --insecure-port=0
   --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key"
   --client-ca-file="$pki/ca.crt" --token-auth-file="$pki/tokens.csv"
-  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --enable-bootstrap-token-auth=true
   --service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key"
   --service-account-issuer=https://kubernetes.default.svc.cluster.local --api-audiences=https://kubernetes.default.svc.cluster.local
   --service-cluster-ip-range="$KUBE_SERVICE_CIDR" --allow-privileged=true
@@ -88,6 +88,9 @@ if ! running kube-controller-manager; then
     --secure-port="$KUBE_CONTROLLER_MANAGER_PORT" --use-service-account-credentials=true \
     --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
     --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+    `# v1.20's signer backdates notBefore 5 min and ends at notBefore + duration: 7m30s leaves 2m30s of real life,` \
+    `# rotated at 70-90% (15 s to 105 s after issue), so the e2e suite sees a renewal and the old certificate expire.` \
+    --cluster-signing-duration="${KUBELET_TS_CLUSTER_SIGNING_DURATION:-7m30s}" \
     --controllers='*,bootstrapsigner,tokencleaner' \
     --node-monitor-period=2s --node-monitor-grace-period="${KUBELET_TS_NODE_MONITOR_GRACE_PERIOD:-20s}"
 fi

@@ -20,6 +20,8 @@ import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/sta
 import type { NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
 import { KUBELET_VERSION } from './version.js';
 import type { PodResourcesServer } from '@kubelet-ts/device-manager';
+import type { CertificateManager } from '@kubelet-ts/certificate';
+import { bootstrapClientCertificate } from './certificates.js';
 import type { NodeShutdownManager } from '@kubelet-ts/node-shutdown';
 
 /**
@@ -81,6 +83,8 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   await applyOomScoreAdj(config.oomScoreAdj, logger);
   await mkdir(config.rootDir, { recursive: true });
   await mkdir(config.podLogsDir, { recursive: true });
+  // Go: TLS bootstrap comes first: nothing may talk to the API server before the kubeconfig exists.
+  await bootstrapClientCertificate(config, clock, logger, signal);
 
   const local = c.resolve<LocalRuntime | undefined>(Tokens.LocalRuntime);
   if (local) {
@@ -101,6 +105,8 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
         c.resolve<KubeletStatusManager | undefined>(Tokens.StatusManager),
         c.resolve<ServiceLister | undefined>(Tokens.ServiceLister),
         c.resolve<TokenManager | undefined>(Tokens.TokenManager),
+        c.resolve<CertificateManager | undefined>(Tokens.ClientCertificateManager),
+        c.resolve<CertificateManager | undefined>(Tokens.ServerCertificateManager),
       ].filter(
         (part): part is NonNullable<typeof part> => part !== undefined,
       );

@@ -89,6 +89,11 @@ export interface KubeletConfig {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   certDir: string;
+  /** --bootstrap-kubeconfig: TLS bootstrap of the client certificate when --kubeconfig is missing or expired. */
+  bootstrapKubeconfig?: string;
+  /** Renew the client certificate (rotateCertificates) and request and renew the serving one (serverTLSBootstrap). */
+  rotateCertificates: boolean;
+  serverTLSBootstrap: boolean;
   /** Node's TLS version name (TLSv1.2, ...), from Go's VersionTLS12 form. */
   tlsMinVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
   /** OpenSSL cipher names, from Go's cipher suite names. */
@@ -226,6 +231,8 @@ interface KubeletConfigurationFile {
   readOnlyPort?: number;
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
+  rotateCertificates?: boolean;
+  serverTLSBootstrap?: boolean;
   tlsMinVersion?: string;
   tlsCipherSuites?: string[];
   authentication?: {
@@ -399,6 +406,9 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     },
     podInfraContainerImage: flags.podInfraContainerImage ?? 'registry.k8s.io/pause:3.10',
     kubeconfig: abs(flags.kubeconfig),
+    bootstrapKubeconfig: abs(flags.bootstrapKubeconfig),
+    rotateCertificates: flags.rotateCertificates ?? file.rotateCertificates ?? false,
+    serverTLSBootstrap: flags.rotateServerCertificates ?? file.serverTLSBootstrap ?? false,
     nodeLabels: parseNodeLabels(flags.nodeLabels ?? []),
     registerWithTaints: flags.registerWithTaints?.join(',') ?? (file.registerWithTaints ?? []).map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(','),
     registerSchedulable: flags.registerSchedulable ?? true,
@@ -483,6 +493,9 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     if (typeof value !== 'boolean') throw new ConfigError(`featureGates: ${gate}: must be true or false`);
   }
   if (config.syncFrequencyMs <= 0) throw new ConfigError('syncFrequency: must be greater than zero');
+  if (config.bootstrapKubeconfig && !config.kubeconfig) {
+    throw new ConfigError('--bootstrap-kubeconfig needs --kubeconfig: the path the bootstrapped kubeconfig is written to');
+  }
   const shutdownErrors = validateShutdownGracePeriods(
     { shutdownGracePeriodMs: config.shutdownGracePeriodMs, shutdownGracePeriodCriticalPodsMs: config.shutdownGracePeriodCriticalPodsMs },
     config.featureGates.GracefulNodeShutdown,

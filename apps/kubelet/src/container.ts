@@ -14,6 +14,8 @@ import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { KeepAliveKubeConfig } from './kube-config.js';
+import type { CertificateManager } from '@kubelet-ts/certificate';
+import { registerCertificateDeps } from './certificates.js';
 import { KubeletEventRecorder, KubeletStatusManager, BasicMirrorClient, syncMirrorPod, deleteOrphanedMirrorPods } from '@kubelet-ts/status-manager';
 import { NodeLeaseController, NodeStatusManager, type KubeClient } from '@kubelet-ts/node-status';
 import { ConfigError } from './config.js';
@@ -76,6 +78,9 @@ export const Tokens = {
   ProbeManagerFactory: Symbol.for('kubelet-ts.ProbeManagerFactory'),
   EventRecorder: Symbol.for('kubelet-ts.EventRecorder'),
   KubeConfig: Symbol.for('kubelet-ts.KubeConfig'),
+  /** Go: the client and serving certificate managers (--rotate-certificates, serverTLSBootstrap); else undefined. */
+  ClientCertificateManager: Symbol.for('kubelet-ts.ClientCertificateManager'),
+  ServerCertificateManager: Symbol.for('kubelet-ts.ServerCertificateManager'),
   NodeStatus: Symbol.for('kubelet-ts.NodeStatus'),
   NodeLease: Symbol.for('kubelet-ts.NodeLease'),
   StatusManager: Symbol.for('kubelet-ts.StatusManager'),
@@ -132,7 +137,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
   // API server mode (--kubeconfig): the client config; undefined in standalone mode.
   c.register<KubeConfig | undefined>(
     Tokens.KubeConfig,
-    singleton(() => {
+    singleton((c) => {
       if (!config.kubeconfig) return undefined;
       const kubeConfig = new KeepAliveKubeConfig();
       try {
@@ -140,9 +145,12 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       } catch (error) {
         throw new ConfigError(`failed to load kubeconfig ${config.kubeconfig}: ${(error as Error).message}`);
       }
+      // Resolved per request: the rotating client certificate, once the manager has one.
+      if (config.rotateCertificates) kubeConfig.clientCertificate = () => c.resolve<CertificateManager | undefined>(Tokens.ClientCertificateManager)?.current();
       return kubeConfig;
     }),
   );
+  registerCertificateDeps(c, config);
   const coreApi = (c: DependencyContainer) => c.resolve<KubeConfig | undefined>(Tokens.KubeConfig)?.makeApiClient(CoreV1Api);
   // Events go to the API server when there is one, and are logged otherwise.
   c.register<KubeletEventRecorder>(

@@ -33,6 +33,9 @@ export interface KubeletFlags {
   maximumDeadContainers?: number;
   podInfraContainerImage?: string;
   kubeconfig?: string;
+  bootstrapKubeconfig?: string;
+  rotateCertificates?: boolean;
+  rotateServerCertificates?: boolean;
   nodeLabels?: string[];
   registerWithTaints?: string[];
   registerSchedulable?: boolean;
@@ -290,6 +293,24 @@ export const FLAG_SECTIONS: readonly FlagSection[] = [
         'kubeconfig',
         'string',
         'Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables API server mode, omitting --kubeconfig enables standalone mode.',
+      ),
+      flag(
+        'bootstrap-kubeconfig',
+        'bootstrapKubeconfig',
+        'string',
+        'Path to a kubeconfig file that will be used to get client certificate for kubelet. If the file specified by --kubeconfig does not exist, the bootstrap kubeconfig is used to request a client certificate from the API server. On success, a kubeconfig file referencing the generated client certificate and key is written to the path specified by --kubeconfig. The client certificate and key file will be stored in the directory pointed by --cert-dir.',
+      ),
+      flag(
+        'rotate-certificates',
+        'rotateCertificates',
+        'bool',
+        'Auto rotate the kubelet client certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches.',
+      ),
+      flag(
+        'rotate-server-certificates',
+        'rotateServerCertificates',
+        'bool',
+        'Auto-request and rotate the kubelet serving certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches. Requires approval of the submitted CertificateSigningRequest objects.',
       ),
       flag(
         'kube-api-qps',

@@ -12,12 +12,19 @@ import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
  */
 export class KeepAliveKubeConfig extends KubeConfig {
   private shared: { fingerprint: string; agent: Agent } | undefined;
+  /**
+   * The client certificate in use when a certificate manager rotates it (Go: the transport's GetClientCertificate):
+   * it replaces the kubeconfig's, and a new one moves requests to new connections, closing the old ones (open
+   * watches included, which their informers re-open), as Go's rotating transport does.
+   */
+  clientCertificate?: () => { certPem: string; keyPem: string } | undefined;
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
     await super.applySecurityAuthentication(context);
     const made = context.getAgent();
     if (!made || made.constructor !== Agent) return;
-    const options = (made as Agent).options;
+    const rotated = this.clientCertificate?.();
+    const options = rotated ? { ...(made as Agent).options, cert: rotated.certPem, key: rotated.keyPem } : (made as Agent).options;
     const fingerprint = tlsFingerprint(options);
     if (this.shared?.fingerprint !== fingerprint) {
       this.shared?.agent.destroy();

@@ -12,6 +12,7 @@ import { ConfigError, type KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { KubeletServerHost } from './server-host.js';
+import type { CertificateManager } from '@kubelet-ts/certificate';
 
 /** What the kubelet's servers publish besides the routes: the metrics registries and the request counter. */
 export interface ServerMetrics {
@@ -45,26 +46,36 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
 
   const servers: Array<{ server: KubeletServer; name: string; port: number }> = [];
   const gate = c.resolve<RequestGate | undefined>(Tokens.ServerGate);
+  let unsubscribe: (() => void) | undefined;
   if (gate) {
-    const cert = loadOrCreateServingCert({ tlsCertFile: config.tlsCertFile, tlsPrivateKeyFile: config.tlsPrivateKeyFile, certDir: config.certDir, hostname: config.nodeName });
-    if (cert.generated) logger.info('Generated a self-signed serving certificate', { certFile: cert.certFile, keyFile: cert.keyFile });
+    // serverTLSBootstrap: the certificate the cluster signs (none until it is issued); else the files or a self-signed pair.
+    const servingManager = c.resolve<CertificateManager | undefined>(Tokens.ServerCertificateManager);
+    let cert: { certPem?: string; keyPem?: string } | undefined = servingManager?.current();
+    if (!servingManager) {
+      const pair = loadOrCreateServingCert({ tlsCertFile: config.tlsCertFile, tlsPrivateKeyFile: config.tlsPrivateKeyFile, certDir: config.certDir, hostname: config.nodeName });
+      if (pair.generated) logger.info('Generated a self-signed serving certificate', { certFile: pair.certFile, keyFile: pair.keyFile });
+      cert = pair;
+    } else if (!cert) {
+      logger.info('No serving certificate available for the kubelet yet: TLS handshakes fail until the cluster issues one (serverTLSBootstrap)');
+    }
     // The gate's x509 authenticator checked this bundle when it was built; the TLS server verifies client chains with it.
     const clientCAFile = config.authentication.x509ClientCAFile;
     const clientCAPem = clientCAFile ? loadClientCA(clientCAFile).toString('utf8') : undefined;
     const ciphers = config.tlsCipherSuites.length > 0 ? config.tlsCipherSuites.join(':') : undefined;
-    servers.push({
-      name: 'kubelet server',
+    const secure = new KubeletServer({
+      ...common,
+      address: config.address,
       port: config.port,
-      server: new KubeletServer({
-        ...common,
-        address: config.address,
-        port: config.port,
-        tls: { certPem: cert.certPem, keyPem: cert.keyPem, clientCAPem, minVersion: config.tlsMinVersion, ciphers },
-        gate,
-        enableDebuggingHandlers: config.enableDebuggingHandlers,
-        enableSystemLogHandler: config.enableSystemLogHandler,
-      }),
+      tls: { certPem: cert?.certPem, keyPem: cert?.keyPem, clientCAPem, minVersion: config.tlsMinVersion, ciphers },
+      gate,
+      enableDebuggingHandlers: config.enableDebuggingHandlers,
+      enableSystemLogHandler: config.enableSystemLogHandler,
     });
+    unsubscribe = servingManager?.subscribe((pair) => {
+      secure.setCertificate(pair.certPem, pair.keyPem);
+      logger.info('Serving the rotated kubelet serving certificate', { notAfter: new Date(pair.notAfter).toISOString() });
+    });
+    servers.push({ name: 'kubelet server', port: config.port, server: secure });
   } else {
     logger.info('No authentication method configured: the kubelet server is not started (set --client-ca-file, or --kubeconfig for webhook token authentication, or --anonymous-auth)', { port: config.port });
   }
@@ -76,6 +87,7 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
   const result: RunningServers = {
     stop: async () => {
       stopping.abort();
+      unsubscribe?.();
       await Promise.all(servers.map(({ server }) => server.stop()));
     },
   };

@@ -219,3 +219,24 @@ t.test('container manager and eviction settings: Go defaults, flags, config file
   t.throws(bad(['--pod-max-pids=-2']), /podPidsLimit \(--pod-max-pids\) -2 must be -1 or greater/);
   t.equal(resolveConfig(parseFlags([...containerd, '--cgroups-per-qos=false', '--enforce-node-allocatable='])).cgroupsPerQOS, false, 'pod cgroups off with no enforcement');
 });
+
+t.test('TLS bootstrap and rotation: flags, config fields and their checks', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kts-tls-flags-'));
+  const defaults = resolveConfig(parseFlags([]));
+  t.equal(defaults.rotateCertificates, false, 'off by default, as Go');
+  t.equal(defaults.serverTLSBootstrap, false);
+  t.equal(defaults.bootstrapKubeconfig, undefined);
+  const flagged = resolveConfig(parseFlags(['--kubeconfig=k.conf', '--bootstrap-kubeconfig=b.conf', '--rotate-certificates', '--rotate-server-certificates', '--cert-dir=pki']), dir);
+  t.equal(flagged.bootstrapKubeconfig, join(dir, 'b.conf'), 'paths are made absolute');
+  t.equal(flagged.kubeconfig, join(dir, 'k.conf'));
+  t.equal(flagged.certDir, join(dir, 'pki'));
+  t.equal(flagged.rotateCertificates, true);
+  t.equal(flagged.serverTLSBootstrap, true);
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nrotateCertificates: true\nserverTLSBootstrap: true\n');
+  const fromFile = resolveConfig(parseFlags([`--config=${file}`]), dir);
+  t.equal(fromFile.rotateCertificates, true);
+  t.equal(fromFile.serverTLSBootstrap, true);
+  t.equal(resolveConfig(parseFlags([`--config=${file}`, '--rotate-server-certificates=false']), dir).serverTLSBootstrap, false, 'the flag wins over the file');
+  t.throws(() => resolveConfig(parseFlags(['--bootstrap-kubeconfig=b.conf'])), /--bootstrap-kubeconfig needs --kubeconfig/);
+});

@@ -54,3 +54,25 @@ t.test('new TLS settings get a new agent; the same settings keep theirs', async 
   await config.makeApiClient(CoreV1Api).readNamespace({ name: 'default' });
   t.equal(server.connections(), 2, 'a new connection under the new settings');
 });
+
+t.test('a rotated client certificate is presented on a new connection, without a new KubeConfig', async (t) => {
+  const { FakeCertificateSigner } = await import('@kubelet-ts/certificate/testing');
+  const signer = new FakeCertificateSigner();
+  const { certPem: cert, keyPem: key } = generateSelfSignedCertKey('127.0.0.1', ['127.0.0.1']);
+  const seen: string[] = [];
+  const server = createServer({ cert, key, ca: signer.caPem, requestCert: true, rejectUnauthorized: true }, (req, res) => {
+    seen.push((req.socket as import('node:tls').TLSSocket).getPeerX509Certificate()?.subject.split('\n').find((line) => line.startsWith('CN=')) ?? '');
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  const config = load(new KeepAliveKubeConfig(), cert, (server.address() as AddressInfo).port);
+  let current = signer.issue({ commonName: 'system:node:first', organization: ['system:nodes'] });
+  config.clientCertificate = () => current;
+  const api = config.makeApiClient(CoreV1Api);
+  await api.readNamespace({ name: 'default' });
+  current = signer.issue({ commonName: 'system:node:second', organization: ['system:nodes'] });
+  await api.readNamespace({ name: 'default' });
+  t.same(seen, ['CN=system:node:first', 'CN=system:node:second']);
+});

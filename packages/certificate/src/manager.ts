@@ -59,6 +59,7 @@ export class CertificateManager {
   private loop: Promise<void> | undefined;
   private readonly stopping = new AbortController();
   private forceRotation = false;
+  private readonly listeners = new Set<(pair: CertificatePair) => void>();
 
   constructor(private readonly options: CertificateManagerOptions) {
     this.clock = options.clock ?? realClock;
@@ -69,6 +70,12 @@ export class CertificateManager {
     } catch (error) {
       if (!(error instanceof NoCertKeyError)) this.logger.error('Failed to load the current certificate pair', error);
     }
+  }
+
+  /** Calls listener with each new pair (after onRotated); returns the unsubscribe function. */
+  subscribe(listener: (pair: CertificatePair) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** The pair in use, if any; undefined before the first certificate is issued. */
@@ -174,6 +181,7 @@ export class CertificateManager {
       this.pair = pair;
       this.logger.info('Rotated the certificate', { csr: request.name, notAfter: new Date(pair.notAfter).toISOString() });
       this.options.onRotated?.(pair);
+      for (const listener of this.listeners) listener(pair);
       return true;
     } catch (error) {
       if (isAbortError(error)) throw error;

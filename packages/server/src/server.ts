@@ -65,8 +65,12 @@ export interface HttpRequestLabels {
 }
 
 export interface ServerTLSOptions {
-  certPem: string;
-  keyPem: string;
+  /**
+   * The serving certificate and key. Absent while a serving certificate is still to be issued (serverTLSBootstrap):
+   * handshakes fail until setCertificate() hands one over, as Go's "no serving certificate available for the kubelet".
+   */
+  certPem?: string;
+  keyPem?: string;
   /** clientCAFile's contents: client certificates chaining to it authenticate (verified by the authenticator). */
   clientCAPem?: string;
   minVersion?: SecureVersion;
@@ -167,14 +171,10 @@ export class KubeletServer {
     const server = tls
       ? createHttpsServer(
           {
-            cert: tls.certPem,
-            key: tls.keyPem,
-            ca: tls.clientCAPem,
+            ...this.secureContextOptions(tls),
             // Client certificates are optional and checked by the x509 authenticator; unverified ones fall through.
             requestCert: tls.clientCAPem !== undefined,
             rejectUnauthorized: false,
-            minVersion: tls.minVersion,
-            ciphers: tls.ciphers,
           },
           handle,
         )
@@ -203,6 +203,26 @@ export class KubeletServer {
     });
     server.on('error', (error) => this.options.logger.error('Kubelet server error', error));
     return (server.address() as AddressInfo).port;
+  }
+
+  /** Serves a new certificate (a rotated one) to new connections; established ones keep theirs. */
+  setCertificate(certPem: string, keyPem: string): void {
+    const tls = this.options.tls;
+    if (!tls) throw new Error('the read-only server has no certificate');
+    tls.certPem = certPem;
+    tls.keyPem = keyPem;
+    const server = this.server as (Server & { setSecureContext?: (options: object) => void }) | undefined;
+    server?.setSecureContext?.(this.secureContextOptions(tls));
+  }
+
+  private secureContextOptions(tls: ServerTLSOptions) {
+    return {
+      cert: tls.certPem,
+      key: tls.keyPem,
+      ca: tls.clientCAPem,
+      minVersion: tls.minVersion,
+      ciphers: tls.ciphers,
+    };
   }
 
   async stop(): Promise<void> {

@@ -5,3 +5,4 @@ export { waitFor } from './wait.js';
 export { wire, watchEvents, type WireResponse, type WireServer } from './wire.js';
 export { kubeletRequests, normalize, watchFromTooOld, type Outcome } from './kubelet-requests.js';
 export * from './volume-workloads.js';
+export { BOOTSTRAP_GROUP, createBootstrapToken, writeBootstrapKubeconfig } from './bootstrap-token.js';
