@@ -135,7 +135,10 @@ export class LogindShutdownTrigger implements ShutdownTrigger {
         if (message.interface !== LOGIND_INTERFACE || message.member !== 'PrepareForShutdown' || message.path !== LOGIND_OBJECT) return;
         onEvent(message.body[0] === true);
       });
-      connection.onClose((error) => this.logger.error('Ended to watching the node for shutdown events', error));
+      connection.onClose((error) => {
+        // Not when stop() closed it.
+        if (this.connection === connection) this.logger.error('Ended to watching the node for shutdown events', error);
+      });
     } catch (error) {
       await this.stop();
       throw error;
