@@ -104,4 +104,5 @@ await t.test('SIGPWR to the kubelet: regular pod first, then the critical one, b
   t.equal(late.status.reason, 'NodeShutdown', 'kubectl: the late pod is rejected with NodeShutdown');
   t.equal(late.status.message, 'Pod Pod was rejected as the node is shutting down.', "kubectl: Go v1.21's message (rejectPod prefixes 'Pod ')");
   t.ok(kubelet.running, 'the kubelet itself keeps running (SIGPWR is not SIGTERM)');
+  t.equal(await kubelet.stop(), 0, 'SIGTERM still stops the kubelet, cleanly');
 });
