@@ -14,6 +14,7 @@ import {
   type CertificateTemplate,
 } from '@kubelet-ts/certificate';
 import type { NodeStatusManager } from '@kubelet-ts/node-status';
+import type { KubeletMetrics } from '@kubelet-ts/server';
 import type { KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
 
@@ -65,11 +66,20 @@ export function servingCertificateTemplate(nodeName: string, addresses: readonly
 /** Registers the client and serving certificate managers (undefined unless rotateCertificates / serverTLSBootstrap). */
 export function registerCertificateDeps(c: DependencyContainer, config: KubeletConfig): void {
   const logger = (c: DependencyContainer) => c.resolve<Logger>(Tokens.Logger).with({ component: 'certificate-manager' });
+  // Go registers the certificate manager metrics for the certificates it rotates; resolved by the managers.
+  let hooks: ReturnType<KubeletMetrics['watchCertificates']> | undefined;
+  const metrics = (c: DependencyContainer) =>
+    (hooks ??= c.resolve<KubeletMetrics>(Tokens.Metrics).watchCertificates({
+      now: () => c.resolve<Clock>(Tokens.Clock).now(),
+      clientNotAfter: config.rotateCertificates ? () => c.resolve<CertificateManager | undefined>(Tokens.ClientCertificateManager)?.current()?.notAfter : undefined,
+      serverNotAfter: config.serverTLSBootstrap ? () => c.resolve<CertificateManager | undefined>(Tokens.ServerCertificateManager)?.current()?.notAfter : undefined,
+    }));
   c.register<CertificateManager | undefined>(Tokens.ClientCertificateManager, {
     useFactory: instanceCachingFactory((c) => {
       const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
       if (!kubeConfig || !config.rotateCertificates) return undefined;
       const user = kubeConfig.getCurrentUser();
+      metrics(c);
       return new CertificateManager({
         name: 'client',
         // Go: the store's own pair, else the kubeconfig's certificate files.
@@ -80,6 +90,7 @@ export function registerCertificateDeps(c: DependencyContainer, config: KubeletC
         usages: CLIENT_USAGES,
         clock: c.resolve(Tokens.Clock),
         logger: logger(c),
+        onRotationError: () => metrics(c).clientRenewError(),
       });
     }),
   });
@@ -87,6 +98,7 @@ export function registerCertificateDeps(c: DependencyContainer, config: KubeletC
     useFactory: instanceCachingFactory((c) => {
       const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
       if (!kubeConfig || !config.serverTLSBootstrap) return undefined;
+      metrics(c);
       return new CertificateManager({
         name: 'server',
         store: new FileCertificateStore({ pairNamePrefix: 'kubelet-server', certDirectory: config.certDir, certFile: config.tlsCertFile, keyFile: config.tlsPrivateKeyFile }),
@@ -97,6 +109,7 @@ export function registerCertificateDeps(c: DependencyContainer, config: KubeletC
         usages: SERVING_USAGES,
         clock: c.resolve(Tokens.Clock),
         logger: logger(c),
+        onRotated: (_pair, previous) => metrics(c).serverRotated(previous?.notBefore),
       });
     }),
   });

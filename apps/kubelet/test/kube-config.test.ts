@@ -67,7 +67,7 @@ t.test('a rotated client certificate is presented on a new connection, without a
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
-  const config = load(new KeepAliveKubeConfig(), cert, (server.address() as AddressInfo).port);
+  const config = load(new KeepAliveKubeConfig(), cert, (server.address() as AddressInfo).port) as KeepAliveKubeConfig;
   let current = signer.issue({ commonName: 'system:node:first', organization: ['system:nodes'] });
   config.clientCertificate = () => current;
   const api = config.makeApiClient(CoreV1Api);

@@ -27,8 +27,10 @@ export interface CertificateManagerOptions {
   /** Go: certificateWaitTimeout, how long a rotation waits for its request to be issued. Default 15 min. */
   certificateWaitTimeoutMs?: number;
   pollIntervalMs?: number;
-  /** Called with each new pair, after it is stored (switch connections, update metrics). */
-  onRotated?: (pair: CertificatePair) => void;
+  /** Called with each new pair, after it is stored, and the pair it replaces (switch connections, update metrics). */
+  onRotated?: (pair: CertificatePair, previous: CertificatePair | undefined) => void;
+  /** Called when a rotation attempt fails (Go: the client certificate's renew errors metric). */
+  onRotationError?: (error: unknown) => void;
   /** Go: the rotation's backoff: 2 s doubling, 5 attempts, then every 32 s. */
   backoffInitialMs?: number;
   backoffSteps?: number;
@@ -178,13 +180,15 @@ export class CertificateManager {
         logger: this.logger,
       });
       const pair = this.options.store.update(certPem, keyPem);
+      const previous = this.pair;
       this.pair = pair;
       this.logger.info('Rotated the certificate', { csr: request.name, notAfter: new Date(pair.notAfter).toISOString() });
-      this.options.onRotated?.(pair);
+      this.options.onRotated?.(pair, previous);
       for (const listener of this.listeners) listener(pair);
       return true;
     } catch (error) {
       if (isAbortError(error)) throw error;
+      this.options.onRotationError?.(error);
       this.logger.error('Failed while requesting a signed certificate from the control plane', undefined, { err: errorText(error) });
       return false;
     }

@@ -426,6 +426,58 @@ export class KubeletMetrics implements RuntimeOperationsRecorder {
   }
 
   /**
+   * Go's certificate manager metrics, registered for the certificates the kubelet rotates:
+   * kubelet_certificate_manager_{client,server}_ttl_seconds (seconds to the current certificate's expiry, +Inf
+   * without one), kubelet_certificate_manager_client_expiration_renew_errors and
+   * kubelet_certificate_manager_server_rotation_seconds (how long the previous serving certificate lived).
+   * Returns the hooks the certificate managers report through.
+   */
+  watchCertificates(source: { now: () => number; clientNotAfter?: () => number | undefined; serverNotAfter?: () => number | undefined }): {
+    clientRenewError: () => void;
+    serverRotated: (previousNotBefore: number | undefined) => void;
+  } {
+    const registers = [this.registry];
+    const ttl = (notAfter: number | undefined) => (notAfter === undefined ? Infinity : (notAfter - source.now()) / 1000);
+    let renewErrors: Counter | undefined;
+    let rotation: Histogram | undefined;
+    if (source.clientNotAfter) {
+      const clientNotAfter = source.clientNotAfter;
+      const gauge: Gauge = new Gauge({
+        name: 'kubelet_certificate_manager_client_ttl_seconds',
+        help: alpha(
+          "Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry (negative if already expired). If client certificate is invalid or unused, the value will be +INF.",
+        ),
+        registers,
+        collect: () => gauge.set(ttl(clientNotAfter())),
+      });
+      renewErrors = new Counter({ name: 'kubelet_certificate_manager_client_expiration_renew_errors', help: alpha('Counter of certificate renewal errors.'), registers });
+    }
+    if (source.serverNotAfter) {
+      const serverNotAfter = source.serverNotAfter;
+      const gauge: Gauge = new Gauge({
+        name: 'kubelet_certificate_manager_server_ttl_seconds',
+        help: alpha(
+          "Gauge of the shortest TTL (time-to-live) of the Kubelet's serving certificate. The value is in seconds until certificate expiry (negative if already expired). If serving certificate is invalid or unused, the value will be +INF.",
+        ),
+        registers,
+        collect: () => gauge.set(ttl(serverNotAfter())),
+      });
+      rotation = new Histogram({
+        name: 'kubelet_certificate_manager_server_rotation_seconds',
+        help: alpha('Histogram of the number of seconds the previous certificate lived before being rotated.'),
+        buckets: [3600, 10800, 21600, 43200, 86400, 172800, 345600, 604800, 2592000, 7776000, 15552000, 31104000, 124416000],
+        registers,
+      });
+    }
+    return {
+      clientRenewError: () => renewErrors?.inc(),
+      serverRotated: (previousNotBefore) => {
+        if (previousNotBefore !== undefined) rotation?.observe((source.now() - previousNotBefore) / 1000);
+      },
+    };
+  }
+
+  /**
    * The pods a relist listed (Go: updateRunningPodAndContainerMetrics): kubelet_running_pods counts pods with a
    * running sandbox, kubelet_running_containers the listed containers by state.
    */

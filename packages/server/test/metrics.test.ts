@@ -269,3 +269,24 @@ t.test('close() runs what was registered with onClose once', async (t) => {
   metrics.close();
   t.equal(closed, 1);
 });
+
+t.test('certificate manager metrics: TTLs read at scrape time, renew errors and rotation ages', async (t) => {
+  const clock = new FakeClock();
+  const metrics = new KubeletMetrics({ nodeName: 'n' });
+  let clientNotAfter: number | undefined = clock.now() + 90_000;
+  const hooks = metrics.watchCertificates({ now: () => clock.now(), clientNotAfter: () => clientNotAfter, serverNotAfter: () => undefined });
+  let text = await metrics.registry.metrics();
+  t.match(text, /^kubelet_certificate_manager_client_ttl_seconds 90$/m);
+  t.match(text, /^kubelet_certificate_manager_server_ttl_seconds \+Inf$/m, '+Inf without a certificate, as Go');
+  t.match(text, /^kubelet_certificate_manager_client_expiration_renew_errors 0$/m);
+  hooks.clientRenewError();
+  hooks.serverRotated(clock.now() - 7_200_000);
+  clientNotAfter = clock.now() - 1_000;
+  text = await metrics.registry.metrics();
+  t.match(text, /^kubelet_certificate_manager_client_ttl_seconds -1$/m, 'negative once expired');
+  t.match(text, /^kubelet_certificate_manager_client_expiration_renew_errors 1$/m);
+  t.match(text, /^kubelet_certificate_manager_server_rotation_seconds_bucket\{le="10800"\} 1$/m);
+  const other = new KubeletMetrics({ nodeName: 'n' });
+  other.watchCertificates({ now: () => clock.now() });
+  t.notMatch(await other.registry.metrics(), /kubelet_certificate_manager/, 'nothing registered for certificates not rotated');
+});

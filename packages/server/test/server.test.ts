@@ -379,6 +379,32 @@ t.test('TLS: the secure server serves HTTPS with the given pair', async (t) => {
   t.equal(body, 'ok', 'the certificate verifies against its CA for the IP SAN');
 });
 
+t.test('TLS: no certificate until one is set, then a rotated one for new connections', async (t) => {
+  const { host } = fakeHost();
+  const { connect } = await import('node:tls');
+  const server = new KubeletServer({ address: '127.0.0.1', port: 0, logger: noopLogger, gate: allowAll, host, tls: {} });
+  const port = await server.start();
+  t.teardown(() => server.stop());
+  const peerSerial = () =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+        resolve(socket.getPeerX509Certificate()?.serialNumber ?? '');
+        socket.end();
+      });
+      socket.once('error', reject);
+    });
+  await t.rejects(peerSerial(), 'handshakes fail while there is no serving certificate');
+  const first = generateSelfSignedCertKey('127.0.0.1');
+  server.setCertificate(first.certPem, first.keyPem);
+  const { X509Certificate } = await import('node:crypto');
+  t.equal(await peerSerial(), new X509Certificate(first.certPem).serialNumber);
+  const second = generateSelfSignedCertKey('127.0.0.1');
+  server.setCertificate(second.certPem, second.keyPem);
+  t.equal(await peerSerial(), new X509Certificate(second.certPem).serialNumber);
+  const readOnly = new KubeletServer({ address: '127.0.0.1', port: 0, logger: noopLogger, host, readOnly: true });
+  t.throws(() => readOnly.setCertificate(first.certPem, first.keyPem), /the read-only server has no certificate/);
+});
+
 t.test('self-signed pairs always parse: serial numbers are minimal DER integers, whatever their leading bytes', async (t) => {
   const { X509Certificate } = await import('node:crypto');
   const { createSecureContext } = await import('node:tls');

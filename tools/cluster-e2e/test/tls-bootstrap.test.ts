@@ -143,6 +143,11 @@ t.test('the serving certificate is requested from kubelet-serving and served onc
   });
   const logs = await waitFor('kubectl logs', async () => (await kubectl.run(['logs', '-n', NS, 'hello']).catch(() => '')).includes('hello from tls') || undefined, 60_000, kubeletLog);
   t.ok(logs);
+  const metrics = await kubectl.run(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/metrics`]);
+  const ttl = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
+  t.ok(ttl('kubelet_certificate_manager_client_ttl_seconds') > 0 && ttl('kubelet_certificate_manager_client_ttl_seconds') < 180, 'the client certificate TTL metric');
+  t.ok(ttl('kubelet_certificate_manager_server_ttl_seconds') > 0, 'the serving certificate TTL metric');
+  t.match(metrics, /^kubelet_certificate_manager_client_expiration_renew_errors 0$/m);
 });
 
 t.test('the client certificate is renewed before it expires, and the node stays Ready past the old one', async (t) => {
