@@ -13,6 +13,7 @@ export {
 } from './manager.js';
 export { DEFAULT_SHUTDOWN_SIGNAL, SignalShutdownTrigger, type SignalShutdownTriggerOptions } from './signal-trigger.js';
 export {
+  DBUS_RECONNECT_PERIOD_MS,
   FirstAvailableShutdownTrigger,
   INHIBIT_WHO,
   INHIBIT_WHY,

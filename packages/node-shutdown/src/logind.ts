@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatDuration, noopLogger, type Logger } from '@kubelet-ts/core';
+import { formatDuration, noopLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { DBusConnection, systemBusAddress, type DBusMessage } from './dbus.js';
 import type { ShutdownTrigger } from './trigger.js';
 
@@ -14,6 +14,8 @@ export const INHIBIT_WHY = 'Kubelet needs time to handle node shutdown';
 /** Go: logindConfigDirectory and kubeletLogindConf. */
 export const LOGIND_CONFIG_DIRECTORY = '/etc/systemd/logind.conf.d/';
 export const KUBELET_LOGIND_CONF = '99-kubelet.conf';
+/** Go: dbusReconnectPeriod, the wait before watching again after the bus connection ended. */
+export const DBUS_RECONNECT_PERIOD_MS = 1000;
 
 /** Holds logind's delay inhibitor lock for "shutdown" (Go: InhibitShutdown / ReleaseInhibitLock on the returned fd). */
 export interface InhibitLock {
@@ -89,6 +91,8 @@ export interface LogindShutdownTriggerOptions {
   lock?: InhibitLock;
   /** Default /etc/systemd/logind.conf.d/. */
   logindConfigDirectory?: string;
+  /** For the reconnect period. */
+  clock?: Clock;
   logger?: Logger;
 }
 
@@ -103,46 +107,79 @@ export class LogindShutdownTrigger implements ShutdownTrigger {
   private readonly lock: InhibitLock;
   private readonly logger: Logger;
   private readonly busAddress: string;
+  private readonly clock: Clock;
+  private stopped = false;
+  private restartTimer?: TimerHandle;
+  private restarting?: Promise<void>;
 
   constructor(private readonly options: LogindShutdownTriggerOptions) {
     this.busAddress = options.busAddress ?? systemBusAddress();
+    this.clock = options.clock ?? realClock;
     this.lock = options.lock ?? new SystemdInhibitLock({ env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: this.busAddress } });
     this.logger = options.logger ?? noopLogger;
   }
 
   async start(onEvent: (shuttingDown: boolean) => void): Promise<void> {
-    const connection = await DBusConnection.connect(this.busAddress);
-    this.connection = connection;
+    this.stopped = false;
     try {
-      const requested = this.options.shutdownGracePeriodMs;
-      const current = await this.currentInhibitDelayMs();
-      if (requested > current) {
-        try {
-          await this.overrideInhibitDelay(requested);
-        } catch (error) {
-          throw new Error(`unable to override inhibit delay by shutdown manager: ${(error as Error).message}`, { cause: error });
-        }
-        await this.reloadLogindConf();
-        const updated = await this.currentInhibitDelayMs();
-        if (requested > updated) {
-          throw new Error(
-            `node shutdown manager was unable to update logind InhibitDelayMaxSec to ${formatDuration(requested)} (ShutdownGracePeriod), current value of InhibitDelayMaxSec (${formatDuration(updated)}) is less than requested ShutdownGracePeriod`,
-          );
-        }
-      }
-      await this.lock.acquire();
-      await connection.addMatch(`type='signal',interface='${LOGIND_INTERFACE}',member='PrepareForShutdown',path='${LOGIND_OBJECT}'`, (message: DBusMessage) => {
-        if (message.interface !== LOGIND_INTERFACE || message.member !== 'PrepareForShutdown' || message.path !== LOGIND_OBJECT) return;
-        onEvent(message.body[0] === true);
-      });
-      connection.onClose((error) => {
-        // Not when stop() closed it.
-        if (this.connection === connection) this.logger.error('Ended to watching the node for shutdown events', error);
-      });
+      await this.watch(onEvent);
     } catch (error) {
       await this.stop();
       throw error;
     }
+  }
+
+  /**
+   * Go's start(): connect, check the inhibit delay, take the lock, follow PrepareForShutdown. When the bus connection
+   * ends (logind or D-Bus restarted), Go starts over after dbusReconnectPeriod (1 s) until it works again.
+   */
+  private async watch(onEvent: (shuttingDown: boolean) => void): Promise<void> {
+    const connection = await DBusConnection.connect(this.busAddress);
+    this.connection = connection;
+    const requested = this.options.shutdownGracePeriodMs;
+    const current = await this.currentInhibitDelayMs();
+    if (requested > current) {
+      try {
+        await this.overrideInhibitDelay(requested);
+      } catch (error) {
+        throw new Error(`unable to override inhibit delay by shutdown manager: ${(error as Error).message}`, { cause: error });
+      }
+      await this.reloadLogindConf();
+      const updated = await this.currentInhibitDelayMs();
+      if (requested > updated) {
+        throw new Error(
+          `node shutdown manager was unable to update logind InhibitDelayMaxSec to ${formatDuration(requested)} (ShutdownGracePeriod), current value of InhibitDelayMaxSec (${formatDuration(updated)}) is less than requested ShutdownGracePeriod`,
+        );
+      }
+    }
+    await this.lock.acquire();
+    await connection.addMatch(`type='signal',interface='${LOGIND_INTERFACE}',member='PrepareForShutdown',path='${LOGIND_OBJECT}'`, (message: DBusMessage) => {
+      if (message.interface !== LOGIND_INTERFACE || message.member !== 'PrepareForShutdown' || message.path !== LOGIND_OBJECT) return;
+      onEvent(message.body[0] === true);
+    });
+    connection.onClose((error) => {
+      // Not when stop() closed it.
+      if (this.connection !== connection || this.stopped) return;
+      this.logger.error('Ended to watching the node for shutdown events', error);
+      this.scheduleRestart(onEvent);
+    });
+  }
+
+  private scheduleRestart(onEvent: (shuttingDown: boolean) => void): void {
+    this.restartTimer = this.clock.setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.stopped) return;
+      this.logger.v(1).info('Restarting watch for node shutdown events');
+      this.restarting = (async () => {
+        // The old lock belonged to the logind that went away (Go: a new lock replaces it).
+        await this.lock.release();
+        await this.connection?.close();
+        await this.watch(onEvent);
+      })().catch((error: unknown) => {
+        this.logger.error('Unable to watch the node for shutdown events', error);
+        if (!this.stopped) this.scheduleRestart(onEvent);
+      });
+    }, DBUS_RECONNECT_PERIOD_MS);
   }
 
   /** Go: CurrentInhibitDelay: logind's InhibitDelayMaxUSec, in ms. */
@@ -180,6 +217,10 @@ export class LogindShutdownTrigger implements ShutdownTrigger {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    this.restartTimer?.cancel();
+    this.restartTimer = undefined;
+    await this.restarting;
     await this.lock.release();
     const connection = this.connection;
     this.connection = undefined;

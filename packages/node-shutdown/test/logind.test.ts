@@ -5,6 +5,8 @@
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { pollUntil } from '@kubelet-ts/core';
+import { FakeClock } from '@kubelet-ts/core/testing';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -20,7 +22,7 @@ import {
   type InhibitLock,
 } from '../src/index.js';
 
-async function privateBus(t: Test): Promise<{ address: string; dir: string }> {
+async function privateBus(t: Test): Promise<{ address: string; dir: string; restart: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'node-shutdown-dbus-'));
   const socket = join(dir, 'bus');
   writeFileSync(
@@ -33,23 +35,38 @@ async function privateBus(t: Test): Promise<{ address: string; dir: string }> {
 </busconfig>
 `,
   );
-  const daemon = spawn('dbus-daemon', [`--config-file=${join(dir, 'bus.conf')}`, '--nofork', '--print-address'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const address = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    daemon.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('\n')) resolve(out.split('\n')[0].trim());
+  const launch = async () => {
+    const daemon = spawn('dbus-daemon', [`--config-file=${join(dir, 'bus.conf')}`, '--nofork', '--print-address'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const address = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      daemon.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('\n')) resolve(out.split('\n')[0].trim());
+      });
+      daemon.once('exit', (code) => reject(new Error(`dbus-daemon exited ${code}`)));
+      daemon.once('error', reject);
     });
-    daemon.once('exit', (code) => reject(new Error(`dbus-daemon exited ${code}`)));
-    daemon.once('error', reject);
-  });
+    const stop = async () => {
+      if (daemon.exitCode !== null || daemon.signalCode !== null) return;
+      const exited = new Promise((resolve) => daemon.once('exit', resolve));
+      daemon.kill('SIGTERM');
+      await exited;
+    };
+    return { address, stop };
+  };
+  let current = await launch();
   t.teardown(async () => {
-    const exited = new Promise((resolve) => daemon.once('exit', resolve));
-    daemon.kill('SIGTERM');
-    await exited;
+    await current.stop();
     rmSync(dir, { recursive: true, force: true });
   });
-  return { address, dir };
+  return {
+    address: `unix:path=${socket}`,
+    dir,
+    restart: async () => {
+      await current.stop();
+      current = await launch();
+    },
+  };
 }
 
 /** A fake logind (and systemd's KillUnit) on the bus: InhibitDelayMaxUSec comes from its drop-in directory on SIGHUP. */
@@ -141,6 +158,33 @@ t.test('logind: raises InhibitDelayMaxSec through the drop-in and SIGHUP, holds 
   await trigger.acquireInhibitLock();
   await trigger.stop();
   t.same(lock.calls, ['acquire', 'release', 'acquire', 'release']);
+});
+
+t.test('logind: when the bus goes away, the trigger watches again after 1 s (Go: dbusReconnectPeriod) with a new lock', async (t) => {
+  const { address, dir, restart } = await privateBus(t);
+  const confDir = join(dir, 'logind.conf.d');
+  await fakeLogind(t, address, { delayUSec: 60_000_000n, confDir });
+  const clock = new FakeClock();
+  const lock = new RecordingLock();
+  const trigger = new LogindShutdownTrigger({ shutdownGracePeriodMs: 30_000, busAddress: address, lock, logindConfigDirectory: confDir, clock });
+  t.teardown(() => trigger.stop());
+  const events: boolean[] = [];
+  await trigger.start((shuttingDown) => events.push(shuttingDown));
+  await restart();
+  await pollUntil(() => clock.pendingTimers() === 1, 10, 10_000);
+  t.equal(clock.nextTimerAt(), clock.now() + 1000, 'a restart is scheduled 1 s later');
+  const logind = await fakeLogind(t, address, { delayUSec: 60_000_000n, confDir });
+  clock.step(1000);
+  await pollUntil(() => lock.calls.length === 3, 10, 10_000);
+  t.same(lock.calls, ['acquire', 'release', 'acquire'], 'the lock is taken again from the new logind');
+  // The match is added just after the lock: signal until the trigger hears one.
+  await pollUntil(() => {
+    if (events.length === 0) logind.prepareForShutdown(true);
+    return events.length > 0;
+  }, 10, 10_000);
+  t.equal(events[0], true, 'PrepareForShutdown from the new bus is followed');
+  await trigger.stop();
+  t.equal(clock.pendingTimers(), 0);
 });
 
 t.test('logind: a delay already long enough is left alone', async (t) => {
