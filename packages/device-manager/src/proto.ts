@@ -127,7 +127,8 @@ export interface GetPodResourcesResponse {
   podResources?: PodResources | null;
 }
 
-interface ServiceClientCtor {
+/** A generated gRPC client class of one service. */
+export interface ServiceClientCtor {
   new (address: string, credentials: grpc.ChannelCredentials, options?: grpc.ClientOptions): grpc.Client;
   service: grpc.ServiceDefinition;
 }
