@@ -1,7 +1,7 @@
 import t from 'tap';
 import { CorruptCheckpointError, PodDevices, isExtendedResourceName, marshalCheckpoint, unmarshalCheckpoint } from '../src/index.js';
 
-t.test('checkpoint JSON round trip, Go v1.20 and v1.21+ DeviceIDs', async (t) => {
+t.test('checkpoint JSON round trip', async (t) => {
   const devs = new PodDevices();
   devs.insert('uid', 'app', 'example.com/foo', ['b', 'a'], { envs: { A: '1' }, mounts: [{ containerPath: '/c', hostPath: '/h', readOnly: false }], devices: [], annotations: {}, cdiDevices: [] });
   const data = { PodDeviceEntries: devs.toCheckpointData(), RegisteredDevices: { 'example.com/foo': ['a', 'b', 'c'] } };
@@ -12,12 +12,33 @@ t.test('checkpoint JSON round trip, Go v1.20 and v1.21+ DeviceIDs', async (t) =>
   t.same(back.deviceRunContainerOptions('uid', 'app'), { envs: [{ name: 'A', value: '1' }], mounts: [{ containerPath: '/c', hostPath: '/h', readOnly: false }], devices: [], annotations: [] });
   t.same([...back.containerDevices('uid', 'app', 'example.com/foo')!], ['a', 'b']);
 
-  // v1.21+ keeps DeviceIDs per NUMA node.
+  // The checksum covers the Go types: the same ids as v1.21+'s per-NUMA map are other data.
   const parsed = JSON.parse(text);
   parsed.Data.PodDeviceEntries[0].DeviceIDs = { '-1': ['a', 'b'] };
-  t.same(unmarshalCheckpoint(JSON.stringify(parsed)).PodDeviceEntries[0].DeviceIDs, ['a', 'b']);
+  t.throws(() => unmarshalCheckpoint(JSON.stringify(parsed)), CorruptCheckpointError);
   t.throws(() => unmarshalCheckpoint('{'), CorruptCheckpointError);
   t.throws(() => unmarshalCheckpoint(text.replace('"Checksum":', '"Checksum":1')), { message: 'checkpoint is corrupted: checksum mismatch' });
+});
+
+// Checksums computed by Go 1.19 with go-spew 1.1.1 (hashutil.DeepHashObject + fnv32a) over the same JSON decoded into
+// Go v1.20's checkpoint types (DeviceIDs []string) and v1.21+'s (DeviceIDs checkpoint.DevicesPerNUMA).
+t.test("the checksum is Go's: checkpoints of Go's kubelet read here, and ours read there", async (t) => {
+  const goV120 =
+    '{"Data":{"PodDeviceEntries":[{"PodUID":"u1","ContainerName":"app","ResourceName":"example.com/foo","DeviceIDs":["a","b"],"AllocResp":"CgYKAUESATE="},' +
+    '{"PodUID":"u2","ContainerName":"c","ResourceName":"r.io/x","DeviceIDs":null,"AllocResp":""}],"RegisteredDevices":{"z.com/foo":["a","b","c"],"x.io/y":[],"y.io/n":null}},"Checksum":1028985578}';
+  t.same(unmarshalCheckpoint(goV120).PodDeviceEntries.map((e) => e.DeviceIDs), [['a', 'b'], []]);
+  t.same(unmarshalCheckpoint('{"Data":{"PodDeviceEntries":null,"RegisteredDevices":null},"Checksum":1944006890}'), { PodDeviceEntries: [], RegisteredDevices: {} });
+  t.same(unmarshalCheckpoint('{"Data":{"PodDeviceEntries":[],"RegisteredDevices":{}},"Checksum":2932075448}'), { PodDeviceEntries: [], RegisteredDevices: {} });
+  const goV121 =
+    '{"Data":{"PodDeviceEntries":[{"PodUID":"u1","ContainerName":"app","ResourceName":"example.com/foo","DeviceIDs":{"10":["c"],"-1":["a","b"],"2":["d"]},"AllocResp":"CgYKAUESATE="}],' +
+    '"RegisteredDevices":{"z.com/foo":["a","b","c"]}},"Checksum":4278005157}';
+  t.same([...unmarshalCheckpoint(goV121).PodDeviceEntries[0].DeviceIDs].sort(), ['a', 'b', 'c', 'd']);
+  const ours = JSON.parse(
+    marshalCheckpoint({ PodDeviceEntries: [{ PodUID: 'u', ContainerName: 'c', ResourceName: 'example.com/foo', DeviceIDs: ['d1'], AllocResp: 'CgYKAUESATE=' }], RegisteredDevices: { 'example.com/foo': ['d1', 'd2'] } }),
+  );
+  t.equal(ours.Checksum, 824820765, "Go's checksum of what we write");
+  const empty = JSON.parse(marshalCheckpoint({ PodDeviceEntries: [], RegisteredDevices: {} }));
+  t.same(empty, { Data: { PodDeviceEntries: null, RegisteredDevices: {} }, Checksum: 3467439661 }, 'no entries: null, as Go writes its nil slice');
 });
 
 t.test('deviceRunContainerOptions: the first setting of a key wins across resources', async (t) => {
