@@ -26,9 +26,13 @@ async function startPod(env: ReturnType<typeof setupKubelet>, pod: V1Pod): Promi
   await env.advance(300);
   await env.settle(() => env.runtime.syncPodCalls.some((c) => c.pod.metadata?.uid === pod.metadata?.uid));
   env.pleg.push({ id: pod.metadata!.uid!, type: 'ContainerStarted', data: 'x' });
-  await env.relist();
-  await env.advance(300);
-  await env.settle(() => statusOf(env, pod)?.phase === 'Running');
+  // The worker waits for a cached status newer than the end of its sync, which may still be running on a busy
+  // machine: relist (as the PLEG would, periodically) until the pod shows Running.
+  for (let i = 0; i < 30 && statusOf(env, pod)?.phase !== 'Running'; i++) {
+    await env.relist();
+    await env.advance(100);
+    await env.settle(() => statusOf(env, pod)?.phase === 'Running');
+  }
 }
 
 /** The kubelet with a real ProbeManager whose probes the fake prober answers. */
