@@ -167,7 +167,12 @@ await t.test('a restarted kubelet keeps the allocation: the pod keeps running an
   const pod = await running('one');
   t.equal(pod.status.containerStatuses[0].containerID, firstContainer, 'the same container still runs');
   t.equal(pod.status.containerStatuses[0].restartCount, 0);
-  t.same(devicesOf(await podResources(), 'one'), [firstDevice], 'pod resources List after the restart: the same device');
+  // List shows the kubelet's active pods: the restarted kubelet knows 'one' once the API source's first list is in.
+  const listed = await waitFor('pod resources List with pod one', async () => {
+    const devices = devicesOf(await podResources(), 'one');
+    return devices.length > 0 && devices;
+  }, 30_000, diagnostics);
+  t.same(listed, [firstDevice], 'pod resources List after the restart: the same device');
 
   await createObject(devicePod('two', 1));
   await running('two');
