@@ -12,14 +12,14 @@ import { container } from 'tsyringe';
 import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { noopLogger, pollUntil } from '@kubelet-ts/core';
+import { noopLogger } from '@kubelet-ts/core';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { startTestApiServer } from '@kubelet-ts/test-apiserver';
 import { SystemMounter, type Mounter } from '@kubelet-ts/volume-manager';
 import { FakeMounter } from '@kubelet-ts/volume-manager/testing';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet, type RunningKubelet } from '../src/index.js';
-import { removeScratchDir, sleepForever } from './e2e/harness.js';
+import { removeScratchDir, sleepForever, waitFor } from './e2e/harness.js';
 
 type Json = Record<string, any>;
 
@@ -107,18 +107,6 @@ const isRunning = (pod: Json | undefined): pod is Json => pod?.status?.phase ===
 const containersOf = (pod: string) => runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.name': pod, 'io.kubernetes.pod.namespace': NS } });
 const eventsFor = (name: string) => (server.store.list('events', NS) as Json[]).filter((e) => e.involvedObject?.name === name);
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  let value: T | undefined | false;
-  try {
-    await pollUntil(async () => {
-      value = await probe();
-      return value !== undefined && value !== false;
-    }, 100, timeoutMs);
-  } catch {
-    throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-  }
-  return value as T;
-}
 
 function safeRead(path: string): string {
   try {

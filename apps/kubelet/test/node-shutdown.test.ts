@@ -7,14 +7,14 @@ import { container } from 'tsyringe';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { noopLogger, pollUntil } from '@kubelet-ts/core';
+import { noopLogger } from '@kubelet-ts/core';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { startTestApiServer } from '@kubelet-ts/test-apiserver';
 import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { NODE_SHUTDOWN_MESSAGE, NODE_SHUTDOWN_NOT_ADMITTED_MESSAGE, type NodeShutdownManager } from '@kubelet-ts/node-shutdown';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet, type RunningKubelet } from '../src/index.js';
-import { removeScratchDir } from './e2e/harness.js';
+import { removeScratchDir, waitFor } from './e2e/harness.js';
 
 const NAMESPACE = 'shutdown';
 const IMAGE = 'localhost/kubelet-ts/busybox:1';
@@ -32,18 +32,6 @@ function pod(name: string, node: string, extra: Json = {}): Json {
   };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  let value: T | undefined | false;
-  try {
-    await pollUntil(async () => {
-      value = await probe();
-      return value !== undefined && value !== false;
-    }, 100, timeoutMs);
-  } catch {
-    throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-  }
-  return value as T;
-}
 
 t.test('config: shutdownGracePeriod fields from the config file, with Go\'s validation', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'kubelet-shutdown-config-'));

@@ -125,11 +125,10 @@ export class CertificateManager {
   private async run(signal: AbortSignal): Promise<void> {
     for (;;) {
       const deadline = this.nextRotationDeadline();
+      if (deadline > this.clock.now()) this.logger.info('Waiting for next certificate rotation', { sleepIntervalMs: deadline - this.clock.now() });
       // Go checks every second whether the template changed (node addresses) while it waits for the deadline.
       while (this.clock.now() < deadline) {
-        const waitMs = Math.min(deadline - this.clock.now(), 1_000);
-        if (waitMs > 1_000 - 1) this.logger.v(4).info('Waiting for next certificate rotation', { sleepIntervalMs: deadline - this.clock.now() });
-        await this.clock.sleep(waitMs, signal);
+        await this.clock.sleep(Math.min(deadline - this.clock.now(), 1_000), signal);
         if (!this.satisfiesTemplate() && this.options.template()) {
           this.logger.info('Certificate template changed, rotating');
           break;

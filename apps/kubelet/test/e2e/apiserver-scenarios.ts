@@ -3,12 +3,12 @@ import { container } from 'tsyringe';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { Test } from 'tap';
-import { noopLogger, pollUntil } from '@kubelet-ts/core';
+import { noopLogger } from '@kubelet-ts/core';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { startTestApiServer } from '@kubelet-ts/test-apiserver';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet, type RunningKubelet } from '../../src/index.js';
 import { ensureHostCgroup, removeHostCgroup } from '@kubelet-ts/container-manager/testing';
-import { removeScratchDir, sleepForever, type E2ETarget } from './harness.js';
+import { removeScratchDir, sleepForever, waitFor, type E2ETarget } from './harness.js';
 
 const NAMESPACE = 'e2e-api';
 
@@ -47,19 +47,6 @@ function staticPod(name: string, image: string): JsonPod {
 const condition = (obj: JsonPod | undefined, type: string) => obj?.status?.conditions?.find((c: JsonPod) => c.type === type);
 const isRunning = (pod: JsonPod | undefined): pod is JsonPod => pod?.status?.phase === 'Running' && pod.status.containerStatuses?.[0]?.state?.running !== undefined;
 
-async function waitFor<T>(what: string, probe: () => T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  let value: T | undefined | false;
-  try {
-    await pollUntil(() => {
-      value = probe();
-      return value !== undefined && value !== false;
-    }, 100, timeoutMs);
-  } catch {
-    throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-  }
-  if (process.env.KUBELET_E2E_TIMES) console.error(`${new Date().toISOString()} ${what}`);
-  return value as T;
-}
 
 /**
  * The kubelet in API server mode against @kubelet-ts/test-apiserver (the fast stand-in; tools/cluster-e2e runs the

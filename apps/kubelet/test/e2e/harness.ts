@@ -158,3 +158,21 @@ export async function removeScratchDir(dir: string): Promise<void> {
 
 export const running = (name: string) => (status: V1PodStatus) =>
   status.phase === 'Running' && (status.containerStatuses ?? []).length > 0 && (status.containerStatuses ?? []).every((c) => c.state?.running) && name.length > 0;
+
+/**
+ * Polls `probe` every 100 ms until it returns a value (not undefined or false) and resolves with it; rejects naming
+ * `what` after `timeoutMs`. KUBELET_E2E_TIMES=1 prints when each awaited thing happened.
+ */
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  let value: T | undefined | false;
+  try {
+    await pollUntil(async () => {
+      value = await probe();
+      return value !== undefined && value !== false;
+    }, 100, timeoutMs);
+  } catch {
+    throw new Error(`${what} did not happen within ${timeoutMs} ms`);
+  }
+  if (process.env.KUBELET_E2E_TIMES) console.error(`${new Date().toISOString()} ${what}`);
+  return value as T;
+}
