@@ -30,13 +30,24 @@ export interface LoggerOptions {
   clock?: Clock;
   /** Shown where klog prints file:line (text), or as "logger" (json). */
   name?: string;
+  /**
+   * The least severe lines written (like klog's -stderrthreshold): 'info' writes everything (the
+   * default), 'warning' only warnings and errors (info and every v(n) are dropped, and v(n).enabled is
+   * false), 'error' only errors.
+   */
+  minSeverity?: MinSeverity;
 }
+
+/** The least severe lines a logger writes: see LoggerOptions.minSeverity. */
+export type MinSeverity = 'info' | 'warning' | 'error';
 
 /** klog's severity letter: info, warning, error. */
 export type Severity = 'I' | 'W' | 'E';
 
 interface LoggerConfig {
   verbosity: number;
+  /** 0 writes info, warnings and errors; 1 warnings and errors; 2 errors only. */
+  minRank: number;
   format: 'text' | 'json';
   sink: (line: string) => void;
   clock: Clock;
@@ -53,10 +64,12 @@ class StructuredLogger implements Logger {
   ) {}
 
   info(msg: string, kv?: KeyValues): void {
+    if (this.config.minRank > 0) return;
     this.write('I', 0, msg, undefined, false, kv);
   }
 
   warn(msg: string, kv?: KeyValues): void {
+    if (this.config.minRank > 1) return;
     this.write('W', 0, msg, undefined, false, kv);
   }
 
@@ -65,7 +78,7 @@ class StructuredLogger implements Logger {
   }
 
   v(level: number): VerboseLogger {
-    if (level > this.config.verbosity) return disabledVerboseLogger;
+    if (this.config.minRank > 0 || level > this.config.verbosity) return disabledVerboseLogger;
     return { enabled: true, info: (msg, kv) => this.write('I', level, msg, undefined, false, kv) };
   }
 
@@ -190,11 +203,17 @@ export function safeJsonStringify(value: unknown): string {
   return text ?? 'null';
 }
 
+const minSeverityRank: Record<MinSeverity, number> = { info: 0, warning: 1, error: 2 };
+
 /** A klog-like logger writing to opts.sink (default process.stderr). */
 export function createLogger(opts: LoggerOptions = {}): Logger {
+  const minSeverity = opts.minSeverity ?? 'info';
+  const minRank = minSeverityRank[minSeverity];
+  if (minRank === undefined) throw new TypeError(`createLogger: minSeverity must be 'info', 'warning' or 'error', not ${JSON.stringify(minSeverity)}`);
   return new StructuredLogger(
     {
       verbosity: opts.verbosity ?? 0,
+      minRank,
       format: opts.format ?? 'text',
       sink: opts.sink ?? ((line) => process.stderr.write(`${line}\n`)),
       clock: opts.clock ?? realClock,
@@ -204,6 +223,13 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     {},
   );
 }
+
+/**
+ * What every @kubelet-ts library logs to when it is given no logger: warnings and errors (not info,
+ * not v(n)) written to process.stderr in klog's text format, so a library used alone is loud when
+ * something goes wrong. Pass `logger: noopLogger` for silence, or your own createLogger(...) for more.
+ */
+export const defaultLogger: Logger = createLogger({ minSeverity: 'warning' });
 
 /** Discards everything; v() is never enabled. */
 export const noopLogger: Logger = {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { createLogger, noopLogger, safeJsonStringify, errorText, formatKlogHeader, type LoggerOptions } from '../src/index.js';
+import { createLogger, defaultLogger, noopLogger, safeJsonStringify, errorText, formatKlogHeader, type LoggerOptions } from '../src/index.js';
 import { FakeClock, RecordingLogger, type LogEntry } from '../src/testing.js';
 
 // 2026-11-23T08:00:00.123456Z, with sub-millisecond precision as the logger may receive it
@@ -144,6 +144,74 @@ t.test('default sink writes to stderr', async (t) => {
     process.stderr.write = original;
   }
   t.same(written, [`I1123 08:00:00.123456 ${PID}] "to stderr"\n`]);
+});
+
+t.test('minSeverity', async (t) => {
+  t.test("'warning' writes warnings and errors in klog text format, not info or v(n)", async (t) => {
+    const { lines, opts } = capture({ minSeverity: 'warning', verbosity: 5 });
+    const log = createLogger(opts).with({ source: 'file' });
+    log.info('not shown');
+    t.notOk(log.v(0).enabled, 'v(0) is off below the threshold, so callers skip computing key/values');
+    log.v(0).info('not shown either');
+    log.warn('Careful', { path: '/etc/kubernetes/manifests/a.yaml' });
+    log.error('Could not decode', new Error('bad yaml'), { path: '/m/b.yaml' });
+    t.same(lines, [
+      `W1123 08:00:00.123456 ${PID}] "Careful" source="file" path="/etc/kubernetes/manifests/a.yaml"`,
+      `E1123 08:00:00.123456 ${PID}] "Could not decode" err="bad yaml" source="file" path="/m/b.yaml"`,
+    ]);
+  });
+
+  t.test("'error' writes errors only", async (t) => {
+    const { lines, opts } = capture({ minSeverity: 'error' });
+    const log = createLogger(opts);
+    log.info('i');
+    log.warn('w');
+    log.error('e');
+    t.same(lines, [`E1123 08:00:00.123456 ${PID}] "e"`]);
+  });
+
+  t.test("'info' (the default) writes everything", async (t) => {
+    const { lines, opts } = capture({ minSeverity: 'info' });
+    const log = createLogger(opts);
+    log.info('i');
+    log.v(0).info('v0');
+    log.warn('w');
+    t.equal(lines.length, 3);
+  });
+
+  t.test('an unknown value is refused', async (t) => {
+    t.throws(() => createLogger({ minSeverity: 'debug' as never }), /minSeverity must be/);
+  });
+
+  t.test('json format honours it too', async (t) => {
+    const { lines, opts } = capture({ minSeverity: 'warning', format: 'json' });
+    const log = createLogger(opts);
+    log.info('i');
+    log.warn('w');
+    t.same(lines.map((l) => JSON.parse(l).msg), ['w']);
+  });
+});
+
+t.test('defaultLogger writes warnings and errors to stderr in klog text format, not info', async (t) => {
+  const written: string[] = [];
+  const original = process.stderr.write;
+  process.stderr.write = ((chunk: string) => {
+    written.push(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    defaultLogger.info('info is quiet');
+    defaultLogger.v(0).info('so is v(0)');
+    defaultLogger.with({ source: 'file' }).warn('Path does not exist', { path: '/nowhere' });
+    defaultLogger.error('Could not process manifest file', new Error('no name'), { path: '/m/bad.yaml' });
+  } finally {
+    process.stderr.write = original;
+  }
+  t.notOk(defaultLogger.v(0).enabled);
+  t.equal(written.length, 2);
+  t.match(written[0], new RegExp(`^W\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} ${PID}\\] "Path does not exist" source="file" path="/nowhere"\\n$`));
+  t.match(written[1], new RegExp(`^E\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} ${PID}\\] "Could not process manifest file" err="no name" path="/m/bad.yaml"\\n$`));
+  t.not(defaultLogger, noopLogger, 'noopLogger stays available for silence');
 });
 
 t.test('noopLogger discards everything', async (t) => {
