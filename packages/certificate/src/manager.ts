@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { errorText, isAbortError, jitter, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { errorText, isAbortError, jitter, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { generatePrivateKeyPem, makeCertificateRequest, type CertificateTemplate } from './csr.js';
 import { requestCertificate, waitForCertificate, type CertificateSigningRequests } from './csr-client.js';
 import { NoCertKeyError, type CertificatePair } from './store.js';
@@ -65,7 +65,7 @@ export class CertificateManager {
 
   constructor(private readonly options: CertificateManagerOptions) {
     this.clock = options.clock ?? realClock;
-    this.logger = (options.logger ?? noopLogger).with({ certificate: options.name });
+    this.logger = (options.logger ?? defaultLogger).with({ certificate: options.name });
     this.random = options.random ?? Math.random;
     try {
       this.pair = options.store.current();

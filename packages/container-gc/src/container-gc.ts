@@ -8,7 +8,7 @@ import {
   isNotExist,
   KubeletEventReason,
   noopEventRecorder,
-  noopLogger,
+  defaultLogger,
   realClock,
   until,
   type Clock,
@@ -110,7 +110,7 @@ export class ContainerGC implements ContainerGarbageCollector {
     this.podLogsRootDirectory = opts.podLogsRootDirectory ?? DEFAULT_POD_LOGS_ROOT_DIRECTORY;
     this.allSourcesReady = opts.allSourcesReady ?? (() => true);
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.recorder = opts.recorder ?? noopEventRecorder;
     this.nodeRef = opts.nodeRef ?? { kind: 'Node', name: '' };
     this.fs = opts.fs ?? nodeGCFs;

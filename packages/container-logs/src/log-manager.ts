@@ -3,7 +3,7 @@ import { readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import { errorText, isNotExist, noopLogger, realClock, until, type Clock, type Logger } from '@kubelet-ts/core';
+import { errorText, isNotExist, defaultLogger, realClock, until, type Clock, type Logger } from '@kubelet-ts/core';
 import { runtimeapi, type RuntimeService } from '@kubelet-ts/cri-client';
 
 /** containerLogMaxSize's default, 10Mi. */
@@ -124,7 +124,7 @@ export class ContainerLogManager implements LogManager {
     this.maxSize = options.maxSize ?? DEFAULT_CONTAINER_LOG_MAX_SIZE;
     this.maxFiles = options.maxFiles ?? DEFAULT_CONTAINER_LOG_MAX_FILES;
     this.clock = options.clock ?? realClock;
-    this.logger = options.logger ?? noopLogger;
+    this.logger = options.logger ?? defaultLogger;
     this.monitorPeriodMs = options.monitorPeriodMs ?? DEFAULT_LOG_MONITOR_PERIOD_MS;
     if (!Number.isInteger(this.maxFiles) || this.maxFiles <= 1) {
       throw new ContainerLogManagerOptionsError('maxFiles', `invalid MaxFiles ${this.maxFiles}, must be > 1`);

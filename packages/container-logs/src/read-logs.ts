@@ -2,7 +2,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Writable } from 'node:stream';
-import { abortReason, errorText, isNotExist, noopLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { abortReason, errorText, isNotExist, defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { parseCriLogLine, runtimeapi, type CriLogRecord, type RuntimeService } from '@kubelet-ts/cri-client';
 import { findTailLineStartIndex } from './tail.js';
 
@@ -396,7 +396,7 @@ async function isContainerRunning(
  */
 export async function readLogs(path: string, containerId: string, options: ReadLogsOptions, deps: ReadLogsDeps): Promise<void> {
   const clock = deps.clock ?? realClock;
-  const logger = deps.logger ?? noopLogger;
+  const logger = deps.logger ?? defaultLogger;
   const { signal } = deps;
   const pollMs = deps.pollIntervalMs ?? LOG_FORCE_CHECK_PERIOD_MS;
   const stateCheckMs = deps.stateCheckPeriodMs ?? STATE_CHECK_PERIOD_MS;

@@ -2,7 +2,7 @@
 // writes of libcontainer's fs (v1) and fs2 (v2) cgroup managers that it delegates to.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CPU_MAX_SHARES, CPU_MIN_SHARES, isNotExist, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { CPU_MAX_SHARES, CPU_MIN_SHARES, isNotExist, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { nodeCgroupFs } from './cgroup-fs.js';
 import { cgroupfsName, formatCgroupName } from './cgroup-names.js';
 import type { CgroupDriver, CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
@@ -116,7 +116,7 @@ export class CgroupfsManager implements CgroupManager {
     this.version = opts.version;
     this.mountRoot = opts.mountRoot ?? DEFAULT_CGROUP_MOUNT_ROOT;
     this.fs = opts.fs ?? nodeCgroupFs;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.clock = opts.clock ?? realClock;
   }
 

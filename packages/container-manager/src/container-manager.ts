@@ -8,7 +8,7 @@ import {
   KubeletEventReason,
   milliCpuToShares,
   noopEventRecorder,
-  noopLogger,
+  defaultLogger,
   Quantity,
   realClock,
   type Clock,
@@ -254,7 +254,7 @@ export class ContainerManager {
     this.cgroupsPerQOS = opts.cgroupsPerQOS ?? true;
     this.enforce = opts.enforceNodeAllocatable ?? (this.cgroupsPerQOS ? [NODE_ALLOCATABLE_ENFORCEMENT.pods] : []);
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.recorder = opts.recorder ?? noopEventRecorder;
     // Go: with cgroupsPerQOS the kubelet's root is <cgroup-root>/kubepods.
     const root = parseCgroupfsToCgroupName(opts.cgroupRoot ?? '/');

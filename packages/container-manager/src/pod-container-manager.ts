@@ -1,7 +1,7 @@
 // Go: pkg/kubelet/cm/pod_container_manager_linux.go (podContainerManagerImpl, podContainerManagerNoop) and the
 // kubelet's cleanupOrphanedPodCgroups (kubelet_pods.go).
 import type { V1Pod } from '@kubernetes/client-node';
-import { CPU_QUOTA_PERIOD_US, CPU_MIN_SHARES, getPodQOS, noopLogger, type Logger } from '@kubelet-ts/core';
+import { CPU_QUOTA_PERIOD_US, CPU_MIN_SHARES, getPodQOS, defaultLogger, type Logger } from '@kubelet-ts/core';
 import { aggregateMessage, cgroupfsName, formatCgroupName, newCgroupName, parseCgroupfsToCgroupName } from './cgroup-names.js';
 import { resourceConfigForPod } from './resources.js';
 import type { CgroupManager, CgroupName, QOSContainersInfo } from './types.js';
@@ -68,7 +68,7 @@ export class PodContainerManager implements PodCgroupManager {
     this.enforceCpuLimits = opts.enforceCpuLimits ?? true;
     this.cpuPeriodUs = opts.cpuCfsQuotaPeriodUs ?? CPU_QUOTA_PERIOD_US;
     this.kill = opts.killProcess ?? killProcessWithSigkill;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   /** Go: GetPodContainerName: the pod's cgroup under its QoS class's cgroup, and its literal cgroupfs name. */
@@ -215,7 +215,7 @@ export async function cleanupOrphanedPodCgroups(
   cgroupPods: Map<string, CgroupName>,
   possiblyRunning: ReadonlySet<string>,
   podVolumesExist: (uid: string) => boolean,
-  logger: Logger = noopLogger,
+  logger: Logger = defaultLogger,
 ): Promise<void> {
   const destroys: Promise<void>[] = [];
   for (const [uid, name] of cgroupPods) {

@@ -9,7 +9,7 @@ import type { V1Status, Watch } from '@kubernetes/client-node';
 import { apiErrorMessage, isGone } from './api-errors.js';
 import { Backoff } from './backoff.js';
 import { abortReason, realClock, type Clock } from './clock.js';
-import { noopLogger, type Logger } from './logger.js';
+import { defaultLogger, type Logger } from './logger.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -119,7 +119,7 @@ export class Reflector<T extends ObjectWithMeta> {
     this.description = opts.description ?? 'objects';
     this.minWatchTimeoutMs = opts.minWatchTimeoutMs ?? 5 * 60_000;
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ reflector: this.description });
+    this.logger = (opts.logger ?? defaultLogger).with({ reflector: this.description });
     this.random = opts.random ?? Math.random;
     this.onChange = opts.onChange;
     this.backoff = new Backoff({

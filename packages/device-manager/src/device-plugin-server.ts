@@ -3,7 +3,7 @@
 import { stat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { noopLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import {
   DEVICE_PLUGIN_API_VERSION,
   HEALTHY,
@@ -68,7 +68,7 @@ export class DevicePluginServer {
     this.socketPath = join(opts.socketDir, this.endpoint);
     for (const id of opts.deviceIds) this.devices.set(id, { ID: id, health: HEALTHY });
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   get pluginOptions(): DevicePluginOptions {

@@ -6,7 +6,7 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { errorText, noopLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { errorText, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { CHECKPOINT_FILE_NAME, CorruptCheckpointError, readCheckpointFile, writeCheckpointFile } from './checkpoint.js';
 import { EndpointImpl, type Endpoint } from './endpoint.js';
 import { PodDevices, type DeviceRunContainerOptions } from './pod-devices.js';
@@ -90,7 +90,7 @@ export class DeviceManager implements DeviceManagerLike {
     this.socketPath = join(opts.socketDir, KUBELET_SOCKET);
     this.checkpointPath = join(opts.socketDir, CHECKPOINT_FILE_NAME);
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   /**

@@ -4,7 +4,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { V1Pod } from '@kubernetes/client-node';
-import { noopLogger, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, type Logger } from '@kubelet-ts/core';
 import {
   loadPodResourcesPackage,
   type AllocatableResourcesResponse,
@@ -53,7 +53,7 @@ export class PodResourcesServer {
   private readonly logger: Logger;
 
   constructor(private readonly opts: PodResourcesServerOptions) {
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   private podResources(pod: V1Pod): PodResources {

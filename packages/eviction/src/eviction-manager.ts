@@ -10,7 +10,7 @@ import {
   isCriticalPod,
   isHardEvictionThreshold,
   noopEventRecorder,
-  noopLogger,
+  defaultLogger,
   podRef,
   Quantity,
   realClock,
@@ -168,7 +168,7 @@ export class EvictionManager {
     this.nodeRef = opts.nodeRef;
     this.recorder = opts.recorder ?? noopEventRecorder;
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   /** Go's Start: synchronizes every monitoring interval; after an eviction waits for the pod's cleanup, then synchronizes again. */

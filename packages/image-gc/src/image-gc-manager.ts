@@ -6,7 +6,7 @@ import {
   formatDuration,
   KubeletEventReason,
   noopEventRecorder,
-  noopLogger,
+  defaultLogger,
   realClock,
   until,
   type Clock,
@@ -135,7 +135,7 @@ export class RealImageGCManager implements ImageGCManager {
     this.sandboxImage = opts.sandboxImage ?? '';
     this.statsProvider = opts.statsProvider ?? new CriImageFsStatsProvider({ imageService: opts.imageService, imageFsPath: opts.imageFsPath });
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.recorder = opts.recorder ?? noopEventRecorder;
     this.nodeRef = opts.nodeRef ?? { kind: 'Node', name: '' };
     this.gcPeriodMs = opts.gcPeriodMs ?? IMAGE_GC_PERIOD_MS;

@@ -6,7 +6,7 @@ import { hostname as osHostname } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { CRI_API_VERSION, grpcStatusFor, loadCriPackage, type runtimeapi as api } from '@kubelet-ts/cri-client';
-import { noopLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { RuntimeError, failedPrecondition, invalidArgument, notFound } from './errors.js';
 import { ImageStore } from './images.js';
 import { ContainerLogWriter } from './log-writer.js';
@@ -171,7 +171,7 @@ export class LocalRuntime {
     }
     this.mode = options.mode;
     this.clock = options.clock ?? realClock;
-    this.logger = options.logger ?? noopLogger;
+    this.logger = options.logger ?? defaultLogger;
     this.rootDir = resolve(options.rootDir);
     this.socketPath = resolve(options.socketPath);
     this.sim = {

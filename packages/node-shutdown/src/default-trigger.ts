@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { noopLogger, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, type Logger } from '@kubelet-ts/core';
 import { busSocketPath, systemBusAddress } from './dbus.js';
 import { FirstAvailableShutdownTrigger, LogindShutdownTrigger } from './logind.js';
 import { SignalShutdownTrigger } from './signal-trigger.js';
@@ -10,7 +10,7 @@ import type { ShutdownTrigger } from './trigger.js';
  * without systemd). Which one was taken is logged when it starts.
  */
 export function defaultShutdownTrigger(options: { shutdownGracePeriodMs: number; logger?: Logger; busAddress?: string; signal?: NodeJS.Signals }): ShutdownTrigger {
-  const logger = options.logger ?? noopLogger;
+  const logger = options.logger ?? defaultLogger;
   const busAddress = options.busAddress ?? systemBusAddress();
   const signal = new SignalShutdownTrigger({ signal: options.signal });
   let socketExists = false;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatDuration, noopLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { formatDuration, defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { DBusConnection, systemBusAddress, type DBusMessage } from './dbus.js';
 import type { ShutdownTrigger } from './trigger.js';
 
@@ -116,7 +116,7 @@ export class LogindShutdownTrigger implements ShutdownTrigger {
     this.busAddress = options.busAddress ?? systemBusAddress();
     this.clock = options.clock ?? realClock;
     this.lock = options.lock ?? new SystemdInhibitLock({ env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: this.busAddress } });
-    this.logger = options.logger ?? noopLogger;
+    this.logger = options.logger ?? defaultLogger;
   }
 
   async start(onEvent: (shuttingDown: boolean) => void): Promise<void> {
@@ -237,7 +237,7 @@ export class FirstAvailableShutdownTrigger implements ShutdownTrigger {
 
   constructor(
     private readonly candidates: ShutdownTrigger[],
-    private readonly logger: Logger = noopLogger,
+    private readonly logger: Logger = defaultLogger,
   ) {}
 
   get name(): string {

@@ -1,5 +1,5 @@
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { isCriticalPod, KubeletEventReason, noopEventRecorder, noopLogger, podRef, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import { isCriticalPod, KubeletEventReason, noopEventRecorder, defaultLogger, podRef, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { ShutdownGracePeriods } from './config.js';
 import type { ShutdownTrigger } from './trigger.js';
 
@@ -57,7 +57,7 @@ export class NodeShutdownManager {
 
   constructor(private readonly options: NodeShutdownManagerOptions) {
     this.clock = options.clock ?? realClock;
-    this.logger = options.logger ?? noopLogger;
+    this.logger = options.logger ?? defaultLogger;
     this.recorder = options.recorder ?? noopEventRecorder;
   }
 

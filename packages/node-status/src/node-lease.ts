@@ -8,7 +8,7 @@ import {
   isConflict,
   isNotFound,
   jitterUntil,
-  noopLogger,
+  defaultLogger,
   realClock,
   type Clock,
   type Logger,
@@ -79,7 +79,7 @@ export class NodeLeaseController implements NodeLease {
     this.namespace = opts.leaseNamespace ?? NODE_LEASE_NAMESPACE;
     this.client = toKubeClient(opts.kubeClient, { timeoutMs: this.renewIntervalMs });
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ lease: `${this.namespace}/${this.nodeName}` });
+    this.logger = (opts.logger ?? defaultLogger).with({ lease: `${this.namespace}/${this.nodeName}` });
   }
 
   latestLease(): V1Lease | undefined {

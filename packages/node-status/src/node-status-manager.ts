@@ -7,7 +7,7 @@ import {
   isAbortError,
   isAlreadyExists,
   jitterUntil,
-  noopLogger,
+  defaultLogger,
   realClock,
   type Clock,
   type Json,
@@ -241,7 +241,7 @@ export class NodeStatusManager implements NodeStatusProvider {
     this.reportFrequencyMs = opts.nodeStatusReportFrequencyMs ?? 300_000;
     this.client = toKubeClient(opts.kubeClient, { timeoutMs: this.updateFrequencyMs });
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ node: opts.nodeName });
+    this.logger = (opts.logger ?? defaultLogger).with({ node: opts.nodeName });
     this.hostname = defaultHostname(opts.hostname);
     this.nodeIPs = parseNodeIPs(opts.nodeIP);
     this.registerWithTaints = typeof opts.registerWithTaints === 'string' ? parseTaints(opts.registerWithTaints) : (opts.registerWithTaints ?? []);

@@ -1,6 +1,6 @@
 import {
   errorText,
-  noopLogger,
+  defaultLogger,
   realClock,
   until,
   type Clock,
@@ -109,7 +109,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     this.cache = opts.cache;
     this.generic = opts.genericPleg;
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.eventedDuration = {
       relistPeriodMs: opts.relistPeriodMs ?? EVENTED_PLEG_RELIST_PERIOD_MS,
       relistThresholdMs: opts.relistThresholdMs ?? EVENTED_PLEG_RELIST_THRESHOLD_MS,

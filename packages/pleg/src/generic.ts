@@ -1,7 +1,7 @@
 import {
   forEachLimit,
   formatDuration,
-  noopLogger,
+  defaultLogger,
   PodCache,
   realClock,
   type Clock,
@@ -236,7 +236,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     this.runtime = opts.runtime;
     this.cache = opts.cache;
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.duration = {
       relistPeriodMs: opts.relistPeriodMs ?? GENERIC_PLEG_RELIST_PERIOD_MS,
       relistThresholdMs: opts.relistThresholdMs ?? GENERIC_PLEG_RELIST_THRESHOLD_MS,

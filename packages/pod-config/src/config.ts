@@ -8,7 +8,7 @@ import {
   isMirrorPod,
   KubeletEventReason,
   noopEventRecorder,
-  noopLogger,
+  defaultLogger,
   podFullName,
   PodOperation,
   PodSource,
@@ -184,7 +184,7 @@ export class PodConfig {
       throw new Error(`unsupported PodConfigNotificationMode: ${JSON.stringify(this.mode)}`);
     }
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.recorder = opts.recorder ?? noopEventRecorder;
     this.queue = new UpdateQueue(opts.bufferSize ?? 50);
   }

@@ -2,7 +2,7 @@ import { statSync, watch as fsWatch, type FSWatcher } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Backoff, deepEqual, forEachLimit, PodOperation, PodSource, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type TimerHandle } from '@kubelet-ts/core';
+import { Backoff, deepEqual, forEachLimit, PodOperation, PodSource, defaultLogger, realClock, type Clock, type Logger, type PodSourceName, type TimerHandle } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
 import { abortable } from './util.js';
 import { decodeSinglePodManifest } from './static-pod.js';
@@ -90,7 +90,7 @@ export class FileSource {
     this.useWatch = opts.watch ?? true;
     this.source = opts.source ?? PodSource.File;
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ source: this.source });
+    this.logger = (opts.logger ?? defaultLogger).with({ source: this.source });
     this.readConcurrency = opts.readConcurrency ?? 32;
     this.watchBackoff = new Backoff({ initialMs: opts.watchRetryMs ?? 1000, maxMs: opts.maxWatchRetryMs ?? 20_000, clock: this.clock });
   }

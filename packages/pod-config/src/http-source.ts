@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
-import { PodOperation, PodSource, abortReason, noopLogger, realClock, type Clock, type Logger, type PodSourceName } from '@kubelet-ts/core';
+import { PodOperation, PodSource, abortReason, defaultLogger, realClock, type Clock, type Logger, type PodSourceName } from '@kubelet-ts/core';
 import { Agent, request, type Dispatcher } from 'undici';
 import { abortable } from './util.js';
 import type { PodUpdateSink } from './config.js';
@@ -101,7 +101,7 @@ export class HttpSource {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.source = opts.source ?? PodSource.HTTP;
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ source: this.source });
+    this.logger = (opts.logger ?? defaultLogger).with({ source: this.source });
     if (opts.dispatcher) {
       this.dispatcher = opts.dispatcher;
     } else {

@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { PodSource, noopLogger, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import { PodSource, defaultLogger, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import { ApiserverSource, type PodListerWatcher } from './apiserver-source.js';
 import { PodConfig, type PodConfigMode } from './config.js';
 import { FileSource } from './file-source.js';
@@ -49,7 +49,7 @@ export interface PodSourceConfig {
  */
 export function makePodSourceConfig(opts: PodSourceConfigOptions): PodSourceConfig {
   if (!opts.nodeName) throw new Error('nodeName is required');
-  const logger = opts.logger ?? noopLogger;
+  const logger = opts.logger ?? defaultLogger;
   // Validate everything before anything starts.
   const header = parseManifestUrlHeader(opts.staticPodURLHeader);
   if (opts.staticPodURL) new URL(opts.staticPodURL);

@@ -5,7 +5,7 @@ import {
   isAbortError,
   isStaticPod,
   jitter,
-  noopLogger,
+  defaultLogger,
   realClock,
   TimedWorkQueue,
   type Clock,
@@ -198,7 +198,7 @@ export class PodWorkers implements PodWorkersInterface {
     this.syncer = opts.syncer;
     this.cache = opts.cache;
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.resyncIntervalMs = opts.resyncIntervalMs ?? DEFAULT_RESYNC_INTERVAL_MS;
     this.backOffPeriodMs = opts.backOffPeriodMs ?? DEFAULT_BACKOFF_PERIOD_MS;
     this.workQueue = opts.workQueue ?? new TimedWorkQueue<string>({ clock: this.clock });

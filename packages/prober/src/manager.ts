@@ -1,6 +1,6 @@
 // The probe manager (Go: pkg/kubelet/prober/prober_manager.go).
 import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { isRestartableInitContainer, noopLogger, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import { isRestartableInitContainer, defaultLogger, realClock, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { ExecRunner } from './exec.js';
 import { Prober, probeTypeName, type ContainerProber, type ProbeType } from './prober.js';
 import { ResultsManager, type ProbeResult } from './results.js';
@@ -71,7 +71,7 @@ export class ProbeManager implements ProbeManagerInterface {
 
   constructor(opts: ProbeManagerOptions) {
     const clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.livenessManager = opts.livenessManager ?? new ResultsManager();
     this.readinessManager = opts.readinessManager ?? new ResultsManager();
     this.startupManager = opts.startupManager ?? new ResultsManager();

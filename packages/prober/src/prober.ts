@@ -5,7 +5,7 @@ import {
   errorText,
   KubeletEventReason,
   noopEventRecorder,
-  noopLogger,
+  defaultLogger,
   parseContainerID,
   realClock,
   type Clock,
@@ -77,7 +77,7 @@ export class Prober implements ContainerProber {
   constructor(opts: ProberOptions = {}) {
     this.runner = opts.runner;
     this.recorder = opts.recorder ?? noopEventRecorder;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.clock = opts.clock ?? realClock;
     this.userAgent = opts.userAgent ?? (opts.kubeletVersion ? probeUserAgent(opts.kubeletVersion) : DEFAULT_PROBE_USER_AGENT);
     this.followNonLocalRedirects = opts.followNonLocalRedirects ?? false;

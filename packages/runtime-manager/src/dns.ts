@@ -4,7 +4,7 @@
 import * as nodeFs from 'node:fs';
 import { isIPv6 } from 'node:net';
 import type { V1Pod, V1PodDNSConfigOption } from '@kubernetes/client-node';
-import { noopEventRecorder, noopLogger, podRef, type EventObject, type EventRecorder, type Logger } from '@kubelet-ts/core';
+import { noopEventRecorder, defaultLogger, podRef, type EventObject, type EventRecorder, type Logger } from '@kubelet-ts/core';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
 import { formatPod, isHostNetworkPod } from './helpers.js';
 
@@ -188,7 +188,7 @@ export class DnsConfigurer {
     this.nodeIPs = [...(opts.nodeIPs ?? [])];
     this.nodeRef = opts.nodeRef;
     this.recorder = opts.recorder ?? noopEventRecorder;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.readFile = opts.readFile ?? defaultReadFile;
     const clusterDNS: string[] = [];
     for (const entry of opts.clusterDNS) {

@@ -250,7 +250,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
   constructor(private readonly opts: GenericRuntimeManagerOptions) {
     this.runtimeService = opts.runtimeService;
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? createLogger({ name: 'kuberuntime', clock: this.clock });
+    this.logger = opts.logger ?? createLogger({ name: 'kuberuntime', clock: this.clock, minSeverity: 'warning' });
     this.recorder = opts.recorder ?? noopEventRecorder;
     this.fs = opts.fs ?? nodeFs;
     this.podLogsRoot = opts.podLogsRootDirectory ?? DEFAULT_POD_LOGS_ROOT_DIRECTORY;

@@ -8,7 +8,7 @@ import {
   KUBERNETES_POD_NAME_LABEL,
   KUBERNETES_POD_NAMESPACE_LABEL,
   KUBERNETES_POD_UID_LABEL,
-  noopLogger,
+  defaultLogger,
   type Clock,
   type Logger,
 } from '@kubelet-ts/core';
@@ -60,7 +60,7 @@ export class CriPodStats {
     this.podLogsDir = opts.podLogsDir;
     this.statfs = opts.statfs;
     this.podVolumeStats = opts.podVolumeStats;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   /** Whether the runtime serves ListPodSandboxStats (true until it says Unimplemented). */

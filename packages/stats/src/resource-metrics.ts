@@ -1,6 +1,6 @@
 // /metrics/resource (Go 1.20: pkg/kubelet/metrics/collectors/resource_metrics.go): CPU and memory of
 // the node, pods and containers from the summary provider's getCPUAndMemoryStats().
-import { errorText, noopLogger, type Logger } from '@kubelet-ts/core';
+import { errorText, defaultLogger, type Logger } from '@kubelet-ts/core';
 import type { ContainerStats, NodeStats, PodStats, Summary, SummarySource } from './api.js';
 import { renderFamilies, timeToMs, type MetricFamily, type Sample } from './prometheus-text.js';
 
@@ -73,7 +73,7 @@ export function renderResourceMetrics(summary: Summary | null): string {
  * Gets CPU and memory stats and renders them; a failure is logged and becomes `scrape_error 1`, as
  * the Go collector does, so the endpoint still answers 200.
  */
-export async function scrapeResourceMetrics(provider: Pick<SummarySource, 'getCPUAndMemoryStats'>, logger: Logger = noopLogger): Promise<string> {
+export async function scrapeResourceMetrics(provider: Pick<SummarySource, 'getCPUAndMemoryStats'>, logger: Logger = defaultLogger): Promise<string> {
   let summary: Summary | null = null;
   try {
     summary = await provider.getCPUAndMemoryStats();

@@ -3,7 +3,7 @@
 // figures from the CRI.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, errorText, formatTime, noopLogger, parseMeminfo, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, errorText, formatTime, defaultLogger, parseMeminfo, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import type { ImageService } from '@kubelet-ts/cri-client';
 import {
   SYSTEM_CONTAINER_KUBELET,
@@ -97,7 +97,7 @@ export class SummaryProvider implements SummarySource {
     this.rootDir = opts.rootDir;
     this.procRoot = opts.procRoot ?? '/proc';
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.statfs = opts.statfs ?? defaultStatfs;
     this.cgroups = opts.cgroupReader ?? new FsCgroupReader({ cgroupRoot: opts.cgroupRoot, procRoot: this.procRoot });
     this.systemCgroups = opts.systemCgroups ?? {};

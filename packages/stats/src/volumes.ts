@@ -4,7 +4,7 @@
 // volumes, so results are cached per volume for a period (Go: --volume-stats-agg-period, 1 min).
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errorText, formatTime, isNotExist, noopLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import { errorText, formatTime, isNotExist, defaultLogger, type Clock, type Logger } from '@kubelet-ts/core';
 import type { VolumeStats } from './api.js';
 import { defaultStatfs, diskUsage, fsInfo, TMPFS_MAGIC, type StatfsFunction } from './host.js';
 
@@ -56,7 +56,7 @@ export class VolumeDirStats {
     this.clock = opts.clock;
     this.cachePeriodMs = opts.cachePeriodMs ?? DEFAULT_VOLUME_STATS_PERIOD_MS;
     this.statfs = opts.statfs ?? defaultStatfs;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   /** The volumes of one pod; undefined when the pod has no volumes directory. */

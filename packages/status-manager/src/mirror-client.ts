@@ -1,7 +1,7 @@
 // Mirror pods: the API server copies of static pods (Go: pkg/kubelet/pod/mirror_client.go and the
 // mirror pod handling of Kubelet.syncPod and deleteOrphanedMirrorPods).
 import type { V1Pod } from '@kubernetes/client-node';
-import { ConfigHashAnnotationKey, ConfigMirrorAnnotationKey, isAlreadyExists, isConflict, isNotFound, noopLogger, parsePodFullName, podFullName, type Logger } from '@kubelet-ts/core';
+import { ConfigHashAnnotationKey, ConfigMirrorAnnotationKey, isAlreadyExists, isConflict, isNotFound, defaultLogger, parsePodFullName, podFullName, type Logger } from '@kubelet-ts/core';
 import type { KubeClient } from './client.js';
 
 /** The node mirror pods are owned by. */
@@ -67,7 +67,7 @@ export class BasicMirrorClient implements MirrorClient {
   constructor(opts: MirrorClientOptions) {
     this.kubeClient = opts.kubeClient;
     this.getNode = opts.getNode;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
   }
 
   async createMirrorPod(staticPod: V1Pod): Promise<void> {
@@ -116,7 +116,7 @@ export async function syncMirrorPod(
   mirrorPod: V1Pod | undefined,
   opts: { getNode: () => NodeRef | undefined | Promise<NodeRef | undefined>; logger?: Logger },
 ): Promise<MirrorPodAction> {
-  const logger = opts.logger ?? noopLogger;
+  const logger = opts.logger ?? defaultLogger;
   let deleted = false;
   if (mirrorPod) {
     if (!mirrorPod.metadata?.deletionTimestamp && isMirrorPodOf(mirrorPod, staticPod)) return 'none';
@@ -162,7 +162,7 @@ export async function deleteOrphanedMirrorPods(
   client: MirrorClient,
   orphanedMirrorPodFullNames: Iterable<string>,
   isPodRunning: (fullName: string) => boolean = () => false,
-  logger: Logger = noopLogger,
+  logger: Logger = defaultLogger,
 ): Promise<string[]> {
   const deleted: string[] = [];
   for (const fullName of orphanedMirrorPodFullNames) {

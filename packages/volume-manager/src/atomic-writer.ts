@@ -9,7 +9,7 @@
 // mix. Names starting with `..` are reserved for the writer. There is no locking: callers serialize.
 import * as nodeFs from 'node:fs/promises';
 import { posix } from 'node:path';
-import { isNotExist, noopLogger, type Logger } from '@kubelet-ts/core';
+import { isNotExist, defaultLogger, type Logger } from '@kubelet-ts/core';
 
 const MAX_FILE_NAME_LENGTH = 255;
 const MAX_PATH_LENGTH = 4096;
@@ -90,7 +90,7 @@ export class AtomicWriter {
   ) {
     this.fs = opts.fs ?? nodeFs;
     this.now = opts.now ?? (() => new Date());
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.logContext = opts.logContext ?? targetDir;
   }
 

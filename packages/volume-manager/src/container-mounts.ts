@@ -2,7 +2,7 @@
 // pkg/kubelet/kubelet_pods.go), in a runtime-neutral shape the kubelet turns into CRI mounts.
 import path from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { noopLogger, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, type Logger } from '@kubelet-ts/core';
 import { expandSubPathExpr, prepareSubPath } from './subpath.js';
 import type { MountedVolume } from './types.js';
 
@@ -44,7 +44,7 @@ export function translateMountPropagation(mode: string | undefined): MountPropag
  * `cannot find volume "x" to mount into container "c"`; subPath problems fail with Go's messages.
  */
 export async function makeMounts(pod: V1Pod, container: V1Container, volumes: ReadonlyMap<string, MountedVolume>, opts: MakeMountsOptions = {}): Promise<ContainerMount[]> {
-  const logger = opts.logger ?? noopLogger;
+  const logger = opts.logger ?? defaultLogger;
   const mounts: ContainerMount[] = [];
   for (const mount of container.volumeMounts ?? []) {
     const volume = volumes.get(mount.name);

@@ -2,7 +2,7 @@
 // ConfigurableFSGroupPolicy on as in v1.20).
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { noopLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, type Clock, type Logger } from '@kubelet-ts/core';
 
 const RW_MASK = 0o660;
 const RO_MASK = 0o440;
@@ -68,7 +68,7 @@ export async function setVolumeOwnership(dir: string, opts: SetVolumeOwnershipOp
   const { fsGroup } = opts;
   if (fsGroup === undefined || fsGroup === null) return;
   const fs = opts.fs ?? nodeOwnershipFs;
-  const logger = opts.logger ?? noopLogger;
+  const logger = opts.logger ?? defaultLogger;
   const readOnly = opts.readOnly ?? false;
 
   if (opts.fsGroupChangePolicy === 'OnRootMismatch' && !(await requiresPermissionChange(dir, fsGroup, readOnly, fs, logger))) {

@@ -3,7 +3,7 @@
 // the check that what gets mounted stays inside the volume.
 import { constants as fsc, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { expand, noopLogger, type Logger } from '@kubelet-ts/core';
+import { expand, defaultLogger, type Logger } from '@kubelet-ts/core';
 import { pathWithinBase } from './mounter.js';
 import { goErrnoText, goPathErrorText, validatePathNoBacksteps } from './plugins/host-path.js';
 
@@ -43,7 +43,7 @@ export interface PrepareSubPathOptions {
  */
 export async function prepareSubPath(opts: PrepareSubPathOptions): Promise<string> {
   const { volumePath, subPath } = opts;
-  const logger = opts.logger ?? noopLogger;
+  const logger = opts.logger ?? defaultLogger;
   const mountName = opts.volumeMountName ?? '';
   const containerName = opts.containerName ?? '';
   if (subPath === '') return volumePath;

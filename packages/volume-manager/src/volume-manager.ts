@@ -9,7 +9,7 @@ import {
   Backoff,
   KubeletEventReason,
   noopEventRecorder,
-  noopLogger,
+  defaultLogger,
   realClock,
   type Clock,
   type EventRecorder,
@@ -166,7 +166,7 @@ export class KubeletVolumeManager implements VolumeManager {
 
   constructor(private readonly opts: VolumeManagerOptions) {
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.recorder = opts.recorder ?? noopEventRecorder;
     this.plugins = opts.plugins;
     this.pluginsByName = new Map(opts.plugins.map((p) => [p.name, p]));

@@ -2,7 +2,7 @@
 // build the node attributes, authorize, and answer 401/403/500 exactly as the Go kubelet does.
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { noopLogger, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, type Logger } from '@kubelet-ts/core';
 import { cleanPath, rawRequestPath, requestAttributes, unescapePath } from './attributes.js';
 import type { Authenticator, Authorizer, RequestAttributes, UserInfo } from './types.js';
 
@@ -61,7 +61,7 @@ export class AuthFilter {
     private readonly nodeName: string,
     opts: AuthFilterOptions = {},
   ) {
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.redirectUncleanPaths = opts.redirectUncleanPaths ?? true;
   }
 
