@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { KubeConfig, dumpYaml } from '@kubernetes/client-node';
-import { noopLogger, pemDecodeAll, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, pemDecodeAll, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { X509Certificate } from 'node:crypto';
 import { generatePrivateKeyPem, makeCertificateRequest, type CertificateTemplate } from './csr.js';
 import {
@@ -34,7 +34,7 @@ function loadKubeConfig(path: string): KubeConfig {
  * Go: isClientConfigStillValid: the kubeconfig exists, loads, has a client certificate and none of it has expired.
  * Why it is not valid is logged; only an unreadable file is an error.
  */
-export function isClientConfigStillValid(kubeconfigPath: string, now: number, logger: Logger = noopLogger): boolean {
+export function isClientConfigStillValid(kubeconfigPath: string, now: number, logger: Logger = defaultLogger): boolean {
   if (!existsSync(kubeconfigPath)) return false;
   let certPem: string | undefined;
   try {
@@ -118,7 +118,7 @@ export interface LoadClientCertOptions {
  * when the kubeconfig was already valid.
  */
 export async function loadClientCert(options: LoadClientCertOptions): Promise<boolean> {
-  const logger = options.logger ?? noopLogger;
+  const logger = options.logger ?? defaultLogger;
   const clock = options.clock ?? realClock;
   if (isClientConfigStillValid(options.kubeconfigPath, clock.now(), logger)) {
     logger.v(2).info('Kubeconfig exists and is valid, skipping bootstrap', { path: options.kubeconfigPath });

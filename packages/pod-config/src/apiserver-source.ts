@@ -1,5 +1,5 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { clientNodeWatch, PodOperation, PodSource, Reflector, noopLogger, realClock, type Clock, type Logger, type PodSourceName, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
+import { clientNodeWatch, PodOperation, PodSource, Reflector, defaultLogger, realClock, type Clock, type Logger, type PodSourceName, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
 import { deserializePod } from './serializer.js';
 import { abortable } from './util.js';
@@ -98,7 +98,7 @@ export class ApiserverSource {
     this.nodeSyncPeriodMs = opts.nodeSyncPeriodMs ?? 1000;
     this.source = opts.source ?? PodSource.API;
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ source: this.source });
+    this.logger = (opts.logger ?? defaultLogger).with({ source: this.source });
     const lw = opts.listerWatcher ?? createPodListerWatcher(opts.kubeConfig as KubeConfig, opts.nodeName);
     this.reflector = new Reflector<V1Pod>({
       description: 'pods',

@@ -12,7 +12,7 @@ import {
   formatTime,
   isAlreadyExists,
   isNotFound,
-  noopLogger,
+  defaultLogger,
   realClock,
   type Clock,
   type EventDetails,
@@ -311,7 +311,7 @@ export class KubeletEventRecorder implements EventRecorder {
     this.component = opts.component ?? 'kubelet';
     this.host = opts.host;
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.maxQueued = opts.maxQueuedEvents ?? 1000;
     this.maxTries = opts.maxTries ?? 12;
     this.retrySleepMs = opts.retrySleepMs ?? 10_000;

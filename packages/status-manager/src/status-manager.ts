@@ -14,7 +14,7 @@ import {
   isNotFound,
   isStaticPod,
   ItemExponentialFailureRateLimiter,
-  noopLogger,
+  defaultLogger,
   podRef,
   RateLimitingQueue,
   realClock,
@@ -169,7 +169,7 @@ export class KubeletStatusManager implements StatusManager {
     this.podManager = opts.podManager;
     this.podDeletionSafety = opts.podDeletionSafety ?? { podCouldHaveRunningContainers: () => false };
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.syncPeriodMs = opts.syncPeriodMs ?? 10_000;
     this.concurrency = Math.max(1, opts.concurrency ?? 4);
     this.getBeforePatch = opts.getBeforePatch ?? false;

@@ -6,7 +6,7 @@
 import { CoreV1Api, Watch, type KubeConfig, type V1ConfigMap, type V1Container, type V1EphemeralContainer, type V1Pod, type V1Secret } from '@kubernetes/client-node';
 // The package's index does not re-export its ObjectSerializer (see @kubelet-ts/pod-config's serializer).
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { clientNodeWatch, noopLogger, realClock, Reflector, type Clock, type ListerWatcher, type Logger, type ObjectWithMeta, type ReflectorTuning } from '@kubelet-ts/core';
+import { clientNodeWatch, defaultLogger, realClock, Reflector, type Clock, type ListerWatcher, type Logger, type ObjectWithMeta, type ReflectorTuning } from '@kubelet-ts/core';
 import type { ConfigMapGetter, SecretGetter } from './types.js';
 
 /** The object kind, as Go's group resource names it in messages (`configmap "x" not found`). */
@@ -94,7 +94,7 @@ export class WatchBasedObjectManager<T extends ObjectWithMeta> {
     this.isImmutable = opts.isImmutable ?? (() => false);
     this.namesOf = opts.kind === 'configmap' ? configMapNamesOf : secretNamesOf;
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ manager: opts.kind });
+    this.logger = (opts.logger ?? defaultLogger).with({ manager: opts.kind });
     this.syncTimeoutMs = opts.syncTimeoutMs ?? 1000;
     this.tuning = opts.reflector ?? {};
   }

@@ -2,7 +2,7 @@
 // serviceAccountToken volumes, cached per (service account, audiences, lifetime, bound object) and
 // refreshed before they expire, so that a pod's periodic volume refresh does not mint a token each time.
 import { CoreV1Api, type AuthenticationV1TokenRequest, type KubeConfig } from '@kubernetes/client-node';
-import { apiErrorMessage, noopLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { apiErrorMessage, defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import type { ServiceAccountTokenGetter } from './types.js';
 
 /** Creates a TokenRequest for `serviceaccounts/<name>/token` in namespace (Go: ServiceAccounts(ns).CreateToken). */
@@ -72,7 +72,7 @@ export class TokenManager implements ServiceAccountTokenGetter {
   constructor(opts: TokenManagerOptions) {
     this.requestToken = opts.requestToken;
     this.clock = opts.clock ?? realClock;
-    this.logger = (opts.logger ?? noopLogger).with({ manager: 'token' });
+    this.logger = (opts.logger ?? defaultLogger).with({ manager: 'token' });
     this.random = opts.random ?? Math.random;
   }
 

@@ -2,7 +2,7 @@
 // the webhook authorizer the kubelet uses with authorization.mode=Webhook, which asks the API server
 // with SubjectAccessReviews and caches the answers).
 import { AuthorizationV1Api, type KubeConfig, type V1SubjectAccessReview } from '@kubernetes/client-node';
-import { noopLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, type Clock, type Logger } from '@kubelet-ts/core';
 import { withSignal } from './client.js';
 import { ExpiringLRUCache } from './expiring-cache.js';
 import type { AuthorizationResult, Authorizer, RequestAttributes } from './types.js';
@@ -133,7 +133,7 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
     this.unauthorizedTTLMs = opts.cacheUnauthorizedTTLMs ?? DEFAULT_CACHE_UNAUTHORIZED_TTL_MS;
     this.retryBackoff = opts.retryBackoff ?? defaultWebhookRetryBackoff();
     this.timeoutMs = opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.cache = new ExpiringLRUCache(opts.clock, RESPONSE_CACHE_SIZE);
   }
 

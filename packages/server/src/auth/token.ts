@@ -5,7 +5,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { AuthenticationV1Api, type KubeConfig, type V1TokenReview } from '@kubernetes/client-node';
-import { noopLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, type Clock, type Logger } from '@kubelet-ts/core';
 import { ExpiringLRUCache } from './expiring-cache.js';
 import type { Authenticator, AuthenticationResult, UserInfo } from './types.js';
 import { defaultShouldRetry, defaultWebhookRetryBackoff, withExponentialBackoff, withTimeout, WEBHOOK_TIMEOUT_MS, type RetryBackoff } from './webhook.js';
@@ -83,7 +83,7 @@ export class TokenReviewAuthenticator implements Authenticator, TokenAuthenticat
     this.audiences = opts.audiences && opts.audiences.length > 0 ? [...opts.audiences] : undefined;
     this.retryBackoff = opts.retryBackoff ?? defaultWebhookRetryBackoff();
     this.timeoutMs = opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
-    this.logger = opts.logger ?? noopLogger;
+    this.logger = opts.logger ?? defaultLogger;
     this.cache = new ExpiringLRUCache(opts.clock, opts.maxCacheSize ?? DEFAULT_TOKEN_CACHE_SIZE);
   }
 
