@@ -93,8 +93,49 @@ export function grpcStatusFor(code: CriErrorCode): number {
   return entry ? Number(entry[0]) : GrpcStatus.UNKNOWN;
 }
 
-export function fromServiceError(error: ServiceError, rpc: string, object?: string): CriError {
-  return criError({ rpc, object, code: grpcCodeName(error.code), details: error.details || error.message, cause: error });
+/**
+ * The typed error for a failed call. `endpoint` (the client's `--container-runtime-endpoint`) names the runtime when
+ * grpc-js could not connect at all: its `No connection established. Last error: ... Resolution note: ...` text
+ * becomes one sentence naming the endpoint and saying why (see {@link describeConnectionFailure}).
+ */
+export function fromServiceError(error: ServiceError, rpc: string, object?: string, endpoint?: string): CriError {
+  const raw = error.details || error.message;
+  const details = error.code === GrpcStatus.UNAVAILABLE ? describeConnectionFailure(raw, endpoint) : raw;
+  return criError({ rpc, object, code: grpcCodeName(error.code), details, cause: error });
+}
+
+const RUNNING = '; is the runtime running?';
+const connectReasons: Record<string, (address: string) => string> = {
+  ENOENT: (address) => `the socket ${address} does not exist (connect ENOENT)${RUNNING}`,
+  ECONNREFUSED: (address) => `connection refused: nothing is listening on ${address} (connect ECONNREFUSED)${RUNNING}`,
+  EACCES: (address) => `permission denied on ${address} (connect EACCES)`,
+  EPERM: (address) => `permission denied on ${address} (connect EPERM)`,
+  ENOTSOCK: (address) => `${address} is not a socket (connect ENOTSOCK)`,
+  ETIMEDOUT: (address) => `connection to ${address} timed out (connect ETIMEDOUT)`,
+  EHOSTUNREACH: (address) => `the host of ${address} is unreachable (connect EHOSTUNREACH)`,
+  ENETUNREACH: (address) => `the network of ${address} is unreachable (connect ENETUNREACH)`,
+};
+
+/**
+ * grpc-js's details of an Unavailable call that never reached the runtime, made readable:
+ * `No connection established. Last error: Error: connect ENOENT /run/x.sock. Resolution note: ` becomes
+ * `cannot connect to the CRI runtime at unix:///run/x.sock: the socket /run/x.sock does not exist (connect ENOENT);
+ * is the runtime running?`. An empty resolution note is dropped, a non-empty one kept. Details of
+ * any other shape (an Unavailable answered by the runtime itself) are returned as they are.
+ */
+export function describeConnectionFailure(details: string, endpoint?: string): string {
+  const match = /^(?:\w+: )?No connection established\. Last error: ([\s\S]*?)\. Resolution note: ([\s\S]*)$/.exec(details);
+  if (!match) return details.replace(/\.? Resolution note: ?$/, '');
+  const lastError = match[1].replace(/^(?:\w*Error: )/, '').trim();
+  const note = match[2].trim();
+  const target = endpoint ? `the CRI runtime at ${endpoint}` : 'the CRI runtime';
+  const syscall = /^connect (E[A-Z]+) (.+)$/.exec(lastError);
+  const known = syscall ? connectReasons[syscall[1]] : undefined;
+  let reason: string;
+  if (syscall && known) reason = known(syscall[2]);
+  else if (lastError && lastError !== 'null' && lastError !== 'undefined') reason = lastError;
+  else reason = 'no connection could be established';
+  return `cannot connect to ${target}: ${reason}${note ? `; ${note}` : ''}`;
 }
 
 export function isNotFound(error: unknown): boolean {

@@ -86,7 +86,7 @@ export class GrpcCaller {
         callOptions,
         (error, response) => {
           signal?.removeEventListener('abort', onAbort);
-          if (error) reject(fromServiceError(error, this.rpcName(method), object));
+          if (error) reject(fromServiceError(error, this.rpcName(method), object, this.endpoint));
           else resolve(response as Response);
         },
       );
@@ -105,7 +105,7 @@ export class GrpcCaller {
       for await (const message of call) yield message as Response;
     } catch (error) {
       if (signal?.aborted) return;
-      throw fromServiceError(error as grpc.ServiceError, this.rpcName(method));
+      throw fromServiceError(error as grpc.ServiceError, this.rpcName(method), undefined, this.endpoint);
     } finally {
       signal?.removeEventListener('abort', onAbort);
       call.cancel();
