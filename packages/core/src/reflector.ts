@@ -46,6 +46,10 @@ export interface ReflectorStats {
   gone: number;
   /** Failed lists and watches (each followed by a backoff). */
   errors: number;
+  /** Watch events of an unknown type, ignored (each logged as a warning with its type). */
+  ignoredEvents: number;
+  /** Store changes whose onChange handler threw (each logged as an error); the store itself was updated. */
+  handlerErrors: number;
 }
 
 /** The knobs of a reflector that its users pass through (client-go's defaults when unset). */
@@ -112,7 +116,7 @@ export class Reflector<T extends ObjectWithMeta> {
   private syncWaiters: SyncWaiter[] = [];
   private controller: AbortController | undefined;
   private loop: Promise<void> = Promise.resolve();
-  private readonly counters: ReflectorStats = { lists: 0, watches: 0, events: 0, bookmarks: 0, gone: 0, errors: 0 };
+  private readonly counters: ReflectorStats = { lists: 0, watches: 0, events: 0, bookmarks: 0, gone: 0, errors: 0, ignoredEvents: 0, handlerErrors: 0 };
 
   constructor(opts: ReflectorOptions<T>) {
     this.lw = opts.listerWatcher;
@@ -293,6 +297,7 @@ export class Reflector<T extends ObjectWithMeta> {
         this.counters.bookmarks++;
         break;
       default:
+        this.counters.ignoredEvents++;
         this.logger.warn('Unknown watch event type; ignoring', { type: event.type });
         return;
     }
@@ -305,6 +310,7 @@ export class Reflector<T extends ObjectWithMeta> {
     try {
       this.onChange(change);
     } catch (err) {
+      this.counters.handlerErrors++;
       this.logger.error('Store change handler failed', err, { change: change.type });
     }
   }

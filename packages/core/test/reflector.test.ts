@@ -126,7 +126,19 @@ t.test('lists, then watches from the list resourceVersion and follows adds, upda
     ['added a/z', 'updated a/x', 'deleted b/y'],
     'a delete of an unknown object changes nothing',
   );
-  t.same(reflector.stats(), { lists: 1, watches: 1, events: 4, bookmarks: 0, gone: 0, errors: 0 });
+  t.same(reflector.stats(), { lists: 1, watches: 1, events: 4, bookmarks: 0, gone: 0, errors: 0, ignoredEvents: 0, handlerErrors: 0 });
+  await reflector.stop();
+});
+
+t.test('a watch event of an unknown type is ignored, counted and named in a warning; the watch goes on', async (t) => {
+  const { clock, lw, logger, reflector } = setup();
+  reflector.start();
+  await clock.flush();
+  lw.last().emit('SURPRISE' as WatchEventType, obj('a', 'x', '7'));
+  t.ok(lw.last().active);
+  t.equal(reflector.get('a', 'x'), undefined, 'not stored');
+  t.equal(reflector.stats().ignoredEvents, 1);
+  t.match(logger.find('Unknown watch event type; ignoring'), { level: 'warn', kv: { type: 'SURPRISE' } });
   await reflector.stop();
 });
 
@@ -333,6 +345,7 @@ t.test('an onChange that throws is logged and the watch goes on', async (t) => {
   t.ok(lw.last().active);
   t.ok(reflector.get('a', 'x'));
   t.ok(logger.find('Store change handler failed'));
+  t.equal(reflector.stats().handlerErrors, 2, 'the list and the add');
   await reflector.stop();
 });
 
