@@ -4,7 +4,7 @@ import { PodOperation, PodSource, abortReason, defaultLogger, realClock, type Cl
 import { Agent, request, type Dispatcher } from 'undici';
 import { abortable } from './util.js';
 import type { PodUpdateSink } from './config.js';
-import { decodePodsManifest, generatePodName } from './static-pod.js';
+import { ManifestError, decodePodsManifest, generatePodName } from './static-pod.js';
 
 /** HTTP headers for the manifest URL: `key:value` (the --manifest-url-header flag) or a map as KubeletConfiguration.staticPodURLHeader. */
 export type ManifestUrlHeader = string | Record<string, string | readonly string[]>;
@@ -65,6 +65,24 @@ export interface HttpSourceOptions {
   dispatcher?: Dispatcher;
 }
 
+/** HttpSource.stats(): counters since construction. */
+export interface HttpSourceStats {
+  /** Requests made. */
+  polls: number;
+  /** Polls that gave no new state: a non-2xx status, a timeout, a connection error, an empty or unusable body. */
+  failures: number;
+  /** SET updates sent. */
+  sets: number;
+  /**
+   * Bodies that could not be used at all (not YAML/JSON, not a Pod, PodList, List or array of pods, or
+   * no valid pod in it), so the last good state was kept. Each distinct body is one error line naming
+   * the URL and counted once, however often it is served again.
+   */
+  invalidManifests: number;
+  /** Invalid pods skipped (or kept at their last good version) from bodies that were applied; one error line each. */
+  invalidPods: number;
+}
+
 /**
  * Go's sourceURL: polls a URL for a Pod, a PodList/List or an array of pods (JSON or YAML) and
  * emits a SET when the body changes. A failed request (non-2xx, timeout, connection error) or a
@@ -89,7 +107,9 @@ export class HttpSource {
   private lastData: string | undefined;
   private lastGood = new Map<string, V1Pod>();
   private failureLogs = 0;
-  private readonly counters = { polls: 0, failures: 0, sets: 0 };
+  /** The last unusable body reported, so one served again is not reported again. */
+  private lastInvalidData: string | undefined;
+  private readonly counters = { polls: 0, failures: 0, sets: 0, invalidManifests: 0, invalidPods: 0 };
 
   constructor(opts: HttpSourceOptions) {
     new URL(opts.url); // throws on a malformed URL
@@ -134,7 +154,7 @@ export class HttpSource {
     return [...this.lastGood.values()];
   }
 
-  stats(): { polls: number; failures: number; sets: number } {
+  stats(): HttpSourceStats {
     return { ...this.counters };
   }
 
@@ -150,18 +170,24 @@ export class HttpSource {
     }
   }
 
-  /** One poll with Go's failure logging: the first three failures as warnings, then at V(4). */
+  /**
+   * One poll with Go's failure logging: the first three failures to get a body as warnings, then at
+   * V(4). A body that arrives but cannot be used is an error, logged once per distinct body.
+   */
   async poll(signal: AbortSignal = new AbortController().signal): Promise<void> {
     this.counters.polls++;
     try {
       await this.extractFromURL(signal);
-      if (this.failureLogs > 0) {
+      if (this.failureLogs > 0 || this.lastInvalidData !== undefined) {
         this.logger.info('Successfully read pods from URL', { url: this.url });
         this.failureLogs = 0;
+        this.lastInvalidData = undefined;
       }
     } catch (err) {
       if (signal.aborted) return;
       this.counters.failures++;
+      // An unusable body is bad input, not an unreachable URL: extractFromURL reported it at error level.
+      if (err instanceof ManifestError) return;
       const kv = { url: this.url, status: err instanceof HttpStatusError ? err.statusCode : undefined };
       if (this.failureLogs < 3) this.logger.warn('Failed to read pods from URL', { ...kv, err: (err as Error).message });
       else if (this.failureLogs === 3) this.logger.warn('Failed to read pods from URL. Dropping verbosity of this message to V(4)', { ...kv, err: (err as Error).message });
@@ -200,10 +226,10 @@ export class HttpSource {
     if (data === this.lastData) return;
     const origin = { kind: 'http' as const, location: this.url, nodeName: this.nodeName, source: this.source };
     const result = decodePodsManifest(data, origin);
-    // A body that cannot be used is not remembered: it is parsed (and reported) again next time.
-    if (!result.parsed) throw result.errors[0];
-    if (result.pods.length === 0 && result.errors.length > 0) {
-      for (const e of result.errors.slice(1)) this.logger.error('Invalid pod in manifest URL body', e, { url: this.url });
+    // A body that cannot be used is not remembered as the last data: it is parsed again next time
+    // (and reported again only if it changed).
+    if (!result.parsed || (result.pods.length === 0 && result.errors.length > 0)) {
+      this.reportInvalidBody(data, result.errors);
       throw result.errors[0];
     }
     this.lastData = data;
@@ -220,12 +246,25 @@ export class HttpSource {
         kept = this.lastGood.get(key);
         if (kept && !next.has(key)) next.set(key, kept);
       }
+      this.counters.invalidPods++;
       this.logger.error(kept ? 'Invalid pod in manifest URL body; keeping its last good version' : 'Invalid pod in manifest URL body; skipping it', e, {
         url: this.url,
       });
     }
     this.lastGood = next;
     await this.send([...next.values()], signal);
+  }
+
+  /** One error per distinct unusable body (every invalid pod of it named), counted in invalidManifests. */
+  private reportInvalidBody(data: string, errors: readonly ManifestError[]): void {
+    if (data === this.lastInvalidData) {
+      this.logger.v(4).info("Can't process manifest URL body (unchanged)", { url: this.url, err: errors[0].message });
+      return;
+    }
+    this.lastInvalidData = data;
+    this.counters.invalidManifests++;
+    this.logger.error("Can't process manifest URL body; keeping the last good state", errors[0], { url: this.url });
+    for (const e of errors.slice(1)) this.logger.error('Invalid pod in manifest URL body', e, { url: this.url });
   }
 
   private async send(pods: V1Pod[], signal: AbortSignal): Promise<void> {
