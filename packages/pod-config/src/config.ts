@@ -398,7 +398,7 @@ export class PodConfig {
       const name = podFullName(pod);
       if (names.has(name)) {
         this.counters.duplicates++;
-        this.logger.info('Pod failed validation due to duplicate pod name, ignoring', { index: i, pod: podRefText(pod), source });
+        this.logger.warn('Pod failed validation due to duplicate pod name, ignoring', { index: i, pod: podRefText(pod), source });
         this.recorder.event(
           pod,
           'Warning',

@@ -44,6 +44,29 @@ interface FileEntry {
 
 type PathKind = 'dir' | 'file' | 'missing' | 'other';
 
+/** FileSource.stats(): counters since construction, and the files skipped now. */
+export interface FileSourceStats {
+  /** Lists of the whole path (at start, every periodMs, relist(), after a watch error). */
+  relists: number;
+  /** Manifest files read (a re-list skips files whose stat did not change). */
+  fileReads: number;
+  /** fs.watch events. */
+  events: number;
+  /** SET updates sent. */
+  sets: number;
+  /**
+   * Manifest errors reported: a file that could not be read, did not parse or validate, or defines the
+   * same pod as an earlier file. Each is one error line naming the file; a file that keeps failing
+   * with the same error is counted (and logged at error level) once.
+   */
+  invalidManifests: number;
+  /**
+   * Files whose current content is skipped right now because of such an error (a pod a file gave
+   * before it broke is still offered); fixing or deleting a file takes it off this count.
+   */
+  skippedFiles: number;
+}
+
 /**
  * Go's sourceFile: static pods from a manifest file or a directory of `.yaml`, `.yml` and `.json`
  * manifests (one pod per file, hidden files ignored, no recursion). Watches with fs.watch and
@@ -79,7 +102,7 @@ export class FileSource {
   private pendingRelist = false;
   private drainScheduled = false;
   private loggedNoRecurse = new Set<string>();
-  private readonly counters = { relists: 0, fileReads: 0, events: 0, sets: 0 };
+  private readonly counters = { relists: 0, fileReads: 0, events: 0, sets: 0, invalidManifests: 0 };
 
   constructor(opts: FileSourceOptions) {
     // Go trims trailing separators (inotify wants none); keep "/" itself.
@@ -142,8 +165,10 @@ export class FileSource {
     return this.watcher !== undefined;
   }
 
-  stats(): { relists: number; fileReads: number; events: number; sets: number } {
-    return { ...this.counters };
+  stats(): FileSourceStats {
+    let skippedFiles = 0;
+    for (const entry of this.entries.values()) if (entry.lastError !== undefined || entry.duplicateOf !== undefined) skippedFiles++;
+    return { ...this.counters, skippedFiles };
   }
 
   private get stopped(): boolean {
@@ -289,7 +314,7 @@ export class FileSource {
         this.entries.delete(file);
         return;
       }
-      this.reportError(file, `Can't get metadata for manifest file`, err);
+      this.reportError(file, "Can't get metadata for manifest file", err);
       return;
     }
     if (!st.isFile()) {
@@ -313,7 +338,7 @@ export class FileSource {
         this.entries.delete(file);
         return;
       }
-      this.reportError(file, "Can't process manifest file", err);
+      this.reportError(file, "Can't read manifest file", err, statKey);
       return;
     }
     this.counters.fileReads++;
@@ -328,6 +353,7 @@ export class FileSource {
       const keeping = entry.pod !== undefined;
       if (entry.lastError !== err.message) {
         entry.lastError = err.message;
+        this.counters.invalidManifests++;
         this.logger.error(
           keeping ? "Can't process manifest file; keeping the pod it gave before" : "Can't process manifest file; skipping it",
           err,
@@ -349,12 +375,25 @@ export class FileSource {
     }
   }
 
-  private reportError(file: string, msg: string, err: unknown): void {
-    const entry = this.entries.get(file);
+  /**
+   * A file that could not be stat'ed or read: logged once per distinct error and counted. With its
+   * stat, a re-list does not try it again until the file changes (e.g. its mode is fixed).
+   */
+  private reportError(file: string, what: string, err: unknown, statKey?: string): void {
+    let entry = this.entries.get(file);
+    if (!entry) {
+      entry = {};
+      this.entries.set(file, entry);
+    }
+    entry.statKey = statKey;
     const text = err instanceof Error ? err.message : String(err);
-    if (entry?.lastError === text) return;
-    if (entry) entry.lastError = text;
-    this.logger.error(msg, err, { path: file });
+    if (entry.lastError === text) {
+      this.logger.v(4).info(`${what} (unchanged)`, { path: file, err: text });
+      return;
+    }
+    entry.lastError = text;
+    this.counters.invalidManifests++;
+    this.logger.error(`${what}; ${entry.pod !== undefined ? 'keeping the pod it gave before' : 'skipping it'}`, err, { path: file });
   }
 
   /** The pods in file name order, first file winning a namespace/name (the others reported once). */
@@ -370,6 +409,7 @@ export class FileSource {
       if (first !== undefined) {
         if (report && entry.duplicateOf !== first) {
           entry.duplicateOf = first;
+          this.counters.invalidManifests++;
           this.logger.error('Manifest file defines the same pod as an earlier file; ignoring it', undefined, {
             path: file,
             pod: key,

@@ -10,8 +10,8 @@ export {
   type PodConfigStats,
   type PodUpdateSink,
 } from './config.js';
-export { FileSource, manifestExtensions, type FileSourceOptions } from './file-source.js';
-export { HttpSource, HttpStatusError, parseManifestUrlHeader, type HttpSourceOptions, type ManifestUrlHeader } from './http-source.js';
+export { FileSource, manifestExtensions, type FileSourceOptions, type FileSourceStats } from './file-source.js';
+export { HttpSource, HttpStatusError, parseManifestUrlHeader, type HttpSourceOptions, type HttpSourceStats, type ManifestUrlHeader } from './http-source.js';
 export {
   ApiserverSource,
   GoneError,

@@ -1,11 +1,11 @@
 import t from 'tap';
-import { mkdir, rm, unlink, writeFile, appendFile } from 'node:fs/promises';
+import { mkdir, rm, symlink, unlink, writeFile, appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigSourceAnnotationKey, PodOperation } from '@kubelet-ts/core';
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { FileSource, PodConfig } from '../src/index.js';
 import { drainUpdates, summarize } from '../src/testing.js';
-import { manifestYaml, recordingSink, tempDir, writeManifest } from './helpers.js';
+import { captureStderr, manifestYaml, recordingSink, tempDir, writeManifest } from './helpers.js';
 
 function make(path: string, opts: { periodMs?: number } = {}) {
   const clock = new FakeClock();
@@ -84,10 +84,80 @@ t.test('a malformed file is reported once with its name and skipped; the other p
   t.match(String((errors[0].err as Error).message), new RegExp(`^${join(dir, 'bad.yaml')}: couldn't parse as pod`));
   t.equal(errors[0].kv.path, join(dir, 'bad.yaml'));
   t.match(String((errors[1].err as Error).message), /dup\.yaml: invalid pod: spec\.containers\[1\]\.name: Duplicate value: "web"/);
-  // Re-lists do not repeat the error at error level.
+  t.match(source.stats(), { invalidManifests: 2, skippedFiles: 2 }, 'both bad files are counted');
+  // Re-lists do not repeat the error at error level, nor count it again.
   await appendFile(join(dir, 'good.yaml'), '\n');
   await tick(clock, source);
   t.equal(logger.entries.filter((e) => e.level === 'error').length, 2);
+  await source.relist({ reread: true });
+  t.equal(logger.entries.filter((e) => e.level === 'error').length, 2, 'nor does reading the unchanged files again');
+  t.match(source.stats(), { invalidManifests: 2, skippedFiles: 2 });
+  // Fixing one file takes it off skippedFiles; deleting the other too; the count of errors stays.
+  await writeManifest(dir, 'dup.yaml', 'dup');
+  await unlink(join(dir, 'bad.yaml'));
+  await tick(clock, source);
+  t.same(rec.names(), ['dup-node-1', 'good-node-1']);
+  t.match(source.stats(), { invalidManifests: 2, skippedFiles: 0 });
+  await source.stop();
+});
+
+t.test('with no logger given, a bad manifest is one error line on stderr in klog format naming the file, and counted', async (t) => {
+  const dir = await tempDir(t);
+  const bad = join(dir, 'bad.yaml');
+  await writeFile(bad, 'apiVersion: v1\nkind: Pod\nmetadata: {name: x\n');
+  const clock = new FakeClock();
+  const rec = recordingSink();
+  const stderr = captureStderr(t);
+  const source = new FileSource({ path: dir, nodeName: 'node-1', sink: rec.sink, clock, watch: false });
+  source.start();
+  await source.settled();
+  await tick(clock, source);
+  await source.stop();
+  stderr.restore();
+  t.same(rec.names(), [], 'an empty SET, as before');
+  const lines = stderr.lines();
+  t.equal(lines.length, 1, lines.join('\n'));
+  t.match(lines[0], /^E\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+\] "Can't process manifest file; skipping it" err="/);
+  t.ok(lines[0].includes(`err="${bad}: couldn't parse as pod`), 'the error names the file and what is wrong');
+  t.ok(lines[0].endsWith(` source="file" path="${bad}"`));
+  t.match(source.stats(), { invalidManifests: 1, skippedFiles: 1 });
+});
+
+t.test('a duplicate pod is counted as an invalid manifest and a skipped file', async (t) => {
+  const dir = await tempDir(t);
+  await writeManifest(dir, 'a.yaml', 'same');
+  await writeManifest(dir, 'b.yaml', 'same', { image: 'other:1' });
+  const { source, clock } = make(dir);
+  source.start();
+  await source.settled();
+  t.match(source.stats(), { invalidManifests: 1, skippedFiles: 1 });
+  await tick(clock, source);
+  t.match(source.stats(), { invalidManifests: 1, skippedFiles: 1 }, 'reported once');
+  await unlink(join(dir, 'a.yaml'));
+  await tick(clock, source);
+  t.match(source.stats(), { invalidManifests: 1, skippedFiles: 0 }, 'b.yaml gives the pod now');
+  await source.stop();
+});
+
+t.test('a file that cannot be stat\'ed (a symlink loop) is reported once and counted; replacing it with a manifest works', async (t) => {
+  const dir = await tempDir(t);
+  const file = join(dir, 'loop.yaml');
+  await symlink('loop.yaml', file);
+  const { source, logger, clock, rec } = make(dir);
+  source.start();
+  await source.settled();
+  await tick(clock, source);
+  const errors = logger.entries.filter((e) => e.level === 'error');
+  t.equal(errors.length, 1, logger.lines().join('\n'));
+  t.match(errors[0], { msg: "Can't get metadata for manifest file; skipping it", kv: { path: file } });
+  t.match(String((errors[0].err as Error).message), /ELOOP/);
+  t.match(source.stats(), { invalidManifests: 1, skippedFiles: 1 });
+  await unlink(file);
+  await writeManifest(dir, 'loop.yaml', 'loop');
+  await tick(clock, source);
+  t.same(rec.names(), ['loop-node-1']);
+  t.match(source.stats(), { invalidManifests: 1, skippedFiles: 0 });
+  t.ok(logger.find('Manifest file is valid again'));
   await source.stop();
 });
 

@@ -8,7 +8,7 @@ import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { stringify } from 'yaml';
 import { HttpSource, HttpStatusError, PodConfig, parseManifestUrlHeader } from '../src/index.js';
 import { drainUpdates, makeTestManifest, summarize } from '../src/testing.js';
-import { recordingSink, waitFor } from './helpers.js';
+import { captureStderr, recordingSink, waitFor } from './helpers.js';
 
 interface Reply {
   status?: number;
@@ -117,8 +117,16 @@ t.test('a non-2xx status, a garbage body and a timeout are logged with the URL a
 
   srv.reply = { status: 200, body: '<html>not a pod</html>' };
   await nextPoll(clock, source);
-  t.match(logger.entries[logger.entries.length - 1].kv.err, new RegExp(`^${srv.url}: couldn't parse as single pod or list of pods`));
+  const garbage = logger.entries[logger.entries.length - 1];
+  t.match(garbage, { level: 'error', msg: "Can't process manifest URL body; keeping the last good state", kv: { url: srv.url } }, 'bad input is an error, not a warning');
+  t.match((garbage.err as Error).message, new RegExp(`^${srv.url}: couldn't parse as single pod or list of pods`));
   t.equal(rec.updates.length, 1);
+  t.match(source.stats(), { failures: 2, invalidManifests: 1 });
+  const errorsSoFar = logger.entries.filter((e) => e.level === 'error').length;
+  await nextPoll(clock, source);
+  t.equal(logger.entries.filter((e) => e.level === 'error').length, errorsSoFar, 'the same bad body again is not reported again');
+  t.match(logger.entries[logger.entries.length - 1], { level: 'info', v: 4, msg: "Can't process manifest URL body (unchanged)" });
+  t.match(source.stats(), { failures: 3, invalidManifests: 1 });
 
   srv.reply = { hang: true };
   const polls = source.stats().polls;
@@ -133,9 +141,11 @@ t.test('a non-2xx status, a garbage body and a timeout are logged with the URL a
     ['a-node-1'],
     'last good state kept',
   );
-  t.equal(source.stats().failures, 3);
+  t.equal(source.stats().failures, 4);
   srv.reply = { status: 404 };
   await waitFor(() => clock.pendingTimers() > 0, 5000);
+  await nextPoll(clock, source);
+  t.match(logger.entries[logger.entries.length - 1], { level: 'warn', msg: 'Failed to read pods from URL', kv: { status: 404 } }, 'the third failure to get a body');
   await nextPoll(clock, source);
   t.match(logger.entries[logger.entries.length - 1], { level: 'warn', msg: /Dropping verbosity of this message to V\(4\)/, kv: { status: 404 } }, 'the fourth failure in a row says it goes quiet, as Go');
   await nextPoll(clock, source);
@@ -179,6 +189,12 @@ t.test('an invalid pod in a list is reported and skipped (its last good version 
   t.equal(errs[0].kv.url, srv.url);
   t.match((errs[1].err as Error).message, /item 2: invalid pod: metadata\.name: Required value/);
   t.equal(errs[1].msg, 'Invalid pod in manifest URL body; skipping it');
+  t.match(source.stats(), { invalidPods: 2, invalidManifests: 0, failures: 0 }, 'the body was applied: its two invalid pods are counted');
+  const polls2 = source.stats().polls;
+  await clock.advance(20_000);
+  await waitFor(() => source.stats().polls > polls2, 5000);
+  await waitFor(() => clock.pendingTimers() > 0, 5000);
+  t.equal(source.stats().invalidPods, 2, 'the same body again is not counted again');
 });
 
 t.test('a body whose only pod is invalid keeps the last good state', async (t) => {
@@ -191,7 +207,34 @@ t.test('a body whose only pod is invalid keeps the last good state', async (t) =
   srv.reply = { body: JSON.stringify({ ...podJson('a'), spec: { restartPolicy: 'Sometimes', containers: [{ name: 'c', image: 'i' }] } }) };
   await nextPoll(clock, source);
   t.equal(rec.updates.length, 1);
-  t.match(logger.find('Failed to read pods from URL')?.kv.err, /spec\.restartPolicy: Unsupported value: "Sometimes"/);
+  const e = logger.find("Can't process manifest URL body; keeping the last good state");
+  t.equal(e?.level, 'error');
+  t.match((e?.err as Error).message, /spec\.restartPolicy: Unsupported value: "Sometimes"/);
+  t.match(source.stats(), { invalidManifests: 1, failures: 1 });
+  srv.reply = { body: JSON.stringify(podJson('a', 'busybox:2')) };
+  await nextPoll(clock, source);
+  t.equal(rec.updates.length, 2);
+  t.ok(logger.find('Successfully read pods from URL'), 'the recovery is logged');
+});
+
+t.test('with no logger given, a garbage body is one error line on stderr in klog format naming the URL, and counted', async (t) => {
+  const srv = await startServer(t);
+  srv.reply = { body: 'kind: Deployment\n' };
+  const clock = new FakeClock();
+  const rec = recordingSink();
+  const stderr = captureStderr(t);
+  const source = new HttpSource({ url: srv.url, nodeName: 'node-1', sink: rec.sink, clock });
+  source.start();
+  await waitFor(() => source.stats().failures === 1, 5000, 'the first poll');
+  await nextPoll(clock, source);
+  await source.stop();
+  stderr.restore();
+  const lines = stderr.lines();
+  t.equal(lines.length, 1, lines.join('\n'));
+  t.match(lines[0], /^E\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+\] "Can't process manifest URL body; keeping the last good state" err="/);
+  t.ok(lines[0].includes(`err="${srv.url}: couldn't parse as single pod or list of pods (kind \\"Deployment\\"`), lines[0]);
+  t.ok(lines[0].endsWith(` source="http" url="${srv.url}"`));
+  t.match(source.stats(), { polls: 2, failures: 2, invalidManifests: 1, sets: 0 });
 });
 
 t.test('an empty 200 body is an empty SET (Go marks the source seen that way) and is logged', async (t) => {
