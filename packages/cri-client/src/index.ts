@@ -30,6 +30,7 @@ export {
   formatRFC3339Nano,
   parseCriLogLine,
   readCriLog,
+  writeCriLogFormatError,
   CriLogFormatError,
   type CriLogRecord,
   type CriLogEntry,

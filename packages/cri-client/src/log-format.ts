@@ -88,14 +88,33 @@ export interface CriLogEntry {
 }
 
 export interface ReadCriLogOptions {
-  /** Called for each malformed record, which is skipped; reading goes on. Default: ignore. */
+  /**
+   * Called for each malformed record, which is skipped; reading goes on. Default: one error line on
+   * stderr in klog's text format naming the line (`writeCriLogFormatError`); pass `() => {}` to ignore.
+   */
   onError?: (error: CriLogFormatError) => void;
+}
+
+const pad = (n: number, width: number): string => String(n).padStart(width, '0');
+
+/**
+ * readCriLog's default onError: `E<mmdd hh:mm:ss.uuuuuu> <pid>] "Skipping malformed CRI log record" err="..."`
+ * on process.stderr, the klog text format @kubelet-ts/core's loggers write (UTC).
+ */
+export function writeCriLogFormatError(error: CriLogFormatError, nowMs: number = Date.now()): void {
+  const d = new Date(nowMs);
+  const header =
+    `E${pad(d.getUTCMonth() + 1, 2)}${pad(d.getUTCDate(), 2)} ` +
+    `${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}.${pad(d.getUTCMilliseconds() * 1000, 6)} ` +
+    `${String(process.pid).padStart(7, ' ')}]`;
+  const lineNumber = error.lineNumber === undefined ? '' : ` lineNumber=${error.lineNumber}`;
+  process.stderr.write(`${header} ${JSON.stringify('Skipping malformed CRI log record')} err=${JSON.stringify(error.message)}${lineNumber}\n`);
 }
 
 /**
  * Streams whole log messages from CRI log data arriving in arbitrary chunks (a file read stream, a
  * socket, ...). Records split across chunks are reassembled, P records are joined per stream, and a
- * malformed record is reported through onError and skipped.
+ * malformed record is reported through onError (default: an error line on stderr) and skipped.
  */
 export async function* readCriLog(
   source: AsyncIterable<string | Uint8Array>,
@@ -115,7 +134,7 @@ export async function* readCriLog(
       record = parseCriLogLine(line, lineNumber);
     } catch (error) {
       if (error instanceof CriLogFormatError) {
-        options.onError?.(error);
+        (options.onError ?? writeCriLogFormatError)(error);
         return;
       }
       throw error;

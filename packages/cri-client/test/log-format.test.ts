@@ -6,6 +6,7 @@ import {
   formatRFC3339Nano,
   parseCriLogLine,
   readCriLog,
+  writeCriLogFormatError,
   type CriLogEntry,
 } from '../src/index.js';
 
@@ -95,6 +96,42 @@ t.test('reports malformed lines, skips them and goes on', async (t) => {
   t.equal(errors.length, 2);
   t.match(errors[0].message, /at line 2/);
   t.match(errors[1].message, /at line 4: tag "Q"/);
+});
+
+t.test('with no onError, each malformed line is one error line on stderr in klog format naming the line', async (t) => {
+  const written: string[] = [];
+  const original = process.stderr.write;
+  process.stderr.write = ((chunk: string) => {
+    written.push(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  const entries: CriLogEntry[] = [];
+  try {
+    for await (const entry of readCriLog(Readable.from(['2026-01-01T00:00:00Z stdout F one\nnot a log line\n2026-01-01T00:00:00Z stdout F two\n']))) entries.push(entry);
+  } finally {
+    process.stderr.write = original;
+  }
+  t.same(entries.map((e) => e.text), ['one', 'two'], 'the line is skipped and reading goes on');
+  t.equal(written.length, 1);
+  t.match(
+    written[0],
+    /^E\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+\] "Skipping malformed CRI log record" err="malformed CRI log record at line 2: .*not a log line.*" lineNumber=2\n$/,
+  );
+});
+
+t.test('writeCriLogFormatError uses the klog header (UTC, microseconds, pid)', async (t) => {
+  const written: string[] = [];
+  const original = process.stderr.write;
+  process.stderr.write = ((chunk: string) => {
+    written.push(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    writeCriLogFormatError(new CriLogFormatError('bad', 'x'), Date.parse('2026-11-23T08:00:00.123Z'));
+  } finally {
+    process.stderr.write = original;
+  }
+  t.same(written, [`E1123 08:00:00.123000 ${String(process.pid).padStart(7, ' ')}] "Skipping malformed CRI log record" err="malformed CRI log record: bad: \\"x\\""\n`]);
 });
 
 t.test('a partial message left at the end of the source is returned marked partial', async (t) => {
