@@ -503,9 +503,10 @@ export class GenericRuntimeManager implements ContainerRuntime {
     let text = data.toString('utf8');
     if (data.length === 256 * 1024) text = text.slice(text.indexOf('\n') + 1); // drop a cut first line
     const lines: string[] = [];
+    const onError = (err: Error): void => this.logger.error('Failed when parsing line in log file', err, { path });
     for await (const entry of readCriLog((async function* () {
       yield text;
-    })())) lines.push(entry.text + (entry.partial ? '' : '\n'));
+    })(), { onError })) lines.push(entry.text + (entry.partial ? '' : '\n'));
     const tail = lines.slice(-MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LINES).join('');
     const bytes = Buffer.from(tail, 'utf8');
     return bytes.length > MAX_CONTAINER_TERMINATION_MESSAGE_LOG_LENGTH

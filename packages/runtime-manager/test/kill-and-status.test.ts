@@ -173,13 +173,17 @@ t.test('termination messages: from the mounted file, or the log tail with Fallba
   }
   s.fs.write(
     '/logs/default_web_uid-1/logs/0.log',
-    [formatCriLogLine(0, 'stdout', 'F', 'starting'), formatCriLogLine(0, 'stderr', 'P', 'panic: '), formatCriLogLine(0, 'stderr', 'F', 'oops')].join(''),
+    [formatCriLogLine(0, 'stdout', 'F', 'starting'), 'not a CRI log line\n', formatCriLogLine(0, 'stderr', 'P', 'panic: '), formatCriLogLine(0, 'stderr', 'F', 'oops')].join(''),
   );
   s.runtime.setContainerState('file_web_default_uid-1_0_0', 'CONTAINER_EXITED', 1, 'Error');
   s.runtime.setContainerState('logs_web_default_uid-1_0_0', 'CONTAINER_EXITED', 2, 'Error');
   const status = await s.manager.getPodStatus('uid-1', 'web', 'default');
   t.equal(status.containerStatuses.find((c) => c.name === 'file')?.message, 'disk full');
   t.equal(status.containerStatuses.find((c) => c.name === 'logs')?.message, 'starting\npanic: oops\n');
+  const malformed = s.logger.find('Failed when parsing line in log file');
+  t.equal(malformed?.level, 'error', 'a malformed log line is skipped and logged through the manager\'s logger, naming the file');
+  t.equal(malformed?.kv.path, '/logs/default_web_uid-1/logs/0.log');
+  t.match((malformed?.err as Error).message, /at line 2/);
 });
 
 t.test('GetPods groups containers and sandboxes by pod uid; all includes exited ones', async (t) => {
