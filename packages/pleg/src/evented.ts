@@ -100,7 +100,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   private controller: AbortController | undefined;
   private task: Promise<void> | undefined;
   private cacheUpdater: { controller: AbortController; loop: Promise<void> } | undefined;
-  private counters = { streamConnections: 0, streamErrors: 0, fallbacks: 0, eventsReceived: 0 };
+  private counters = { streamConnections: 0, streamErrors: 0, fallbacks: 0, eventsReceived: 0, eventsSkipped: 0 };
   private lastLatencyMs: number | undefined;
 
   constructor(opts: EventedPLEGOptions) {
@@ -125,8 +125,12 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     return this.currentMode;
   }
 
-  /** Counters for metrics (Go: evented_pleg_connection_success_count, ..._error_count). */
-  get stats(): { streamConnections: number; streamErrors: number; fallbacks: number; eventsReceived: number } {
+  /**
+   * Counters for metrics (Go: evented_pleg_connection_success_count, ..._error_count). eventsSkipped:
+   * CRI events that updated nothing because they had no sandbox metadata or their pod status could
+   * not be generated (each logged as an error; the next relist covers the pod).
+   */
+  get stats(): { streamConnections: number; streamErrors: number; fallbacks: number; eventsReceived: number; eventsSkipped: number } {
     return { ...this.counters };
   }
 
@@ -294,6 +298,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     const uid = event.podSandboxStatus?.metadata?.uid;
     if (uid === undefined) {
       // The sandbox is gone already; its own deletion event or a relist covers the pod.
+      this.counters.eventsSkipped++;
       this.logger.error('Evented PLEG: received ContainerEventResponse with nil PodSandboxStatus or PodSandboxStatus.Metadata', undefined, {
         containerId: event.containerId,
         type: event.containerEventType,
@@ -305,6 +310,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
       status = await this.runtime.generatePodStatus(event);
     } catch (err) {
       // Go caches the error with the status; here the event is skipped and a relist covers the pod.
+      this.counters.eventsSkipped++;
       this.logger.error('Evented PLEG: error generating pod status from the received event', err, {
         podUID: uid,
         containerId: event.containerId,

@@ -400,6 +400,7 @@ t.test('the runtime generates each status; failures are logged and skipped, even
   t.same(drain(generic.eventChannel), [ev('ContainerStarted', 'c1'), ev('ContainerDied', 'c1')], 'in arrival order, after a failed one');
   t.match(cache.get('uid-1').status.containerStatuses[0], { id: { type: 'containerd', id: 'c1' }, state: 'exited', exitCode: 1 });
   t.equal(pleg.stats.eventsReceived, 3);
+  t.equal(pleg.stats.eventsSkipped, 1, 'the event whose status could not be generated');
 
   // Without sandbox metadata the runtime is not asked (Go checks before GeneratePodStatus).
   const noMetadata = sandboxEvent('CONTAINER_STOPPED_EVENT', 'c1', now + 3);
@@ -408,6 +409,7 @@ t.test('the runtime generates each status; failures are logged and skipped, even
   await clock.flush();
   t.equal(calls.length, 3);
   t.ok(logger.find(/nil PodSandboxStatus or PodSandboxStatus.Metadata/));
+  t.equal(pleg.stats.eventsSkipped, 2, 'and the event without sandbox metadata');
   t.equal(pleg.mode, 'evented', 'the stream goes on');
   await pleg.stop();
   t.equal(clock.pendingTimers(), 0);
