@@ -6,6 +6,10 @@ export interface PackageJson {
   name: string;
   version: string;
   private?: boolean;
+  license?: string;
+  repository?: string | { type?: string; url?: string; directory?: string };
+  homepage?: string;
+  bugs?: string | { url?: string; email?: string };
   workspaces?: string[];
   exports?: Record<string, unknown>;
   engines?: Record<string, string>;
