@@ -28,3 +28,5 @@ export * from './eviction-thresholds.js';
 export * from './critical-pod.js';
 export * from './qos.js';
 export * from './x509.js';
+export * from './api-serializer.js';
+export * from './client-node.js';

@@ -272,3 +272,23 @@ export class RecordingEventRecorder implements EventRecorder {
     this.events.length = 0;
   }
 }
+
+/**
+ * A failed API call as client-node's ApiException shapes it (HTTP status in `code`, the kube Status as JSON text in
+ * `body`, client-node's message layout), for fakes of API clients; core's apiErrorCode/apiErrorReason/isNotFound
+ * read it as they read the real one, without loading client-node.
+ */
+export class FakeApiError extends Error {
+  readonly body: string;
+  readonly headers: Record<string, string> = {};
+  constructor(
+    readonly code: number,
+    readonly reason: string,
+    message: string,
+  ) {
+    const body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+    super(`HTTP-Code: ${code}\nMessage: ${message}\nBody: ${body}\nHeaders: {}`);
+    this.name = 'ApiException';
+    this.body = body;
+  }
+}
