@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { KubeConfig, dumpYaml } from '@kubernetes/client-node';
-import { defaultLogger, pemDecodeAll, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { defaultLogger, loadClientNode, pemDecodeAll, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { X509Certificate } from 'node:crypto';
 import { generatePrivateKeyPem, makeCertificateRequest, type CertificateTemplate } from './csr.js';
 import {
@@ -23,8 +23,8 @@ export function nodeClientTemplate(nodeName: string): CertificateTemplate {
   return { commonName: `system:node:${nodeName}`, organization: ['system:nodes'] };
 }
 
-function loadKubeConfig(path: string): KubeConfig {
-  const kubeConfig = new KubeConfig();
+async function loadKubeConfig(path: string): Promise<KubeConfig> {
+  const kubeConfig = new (await loadClientNode()).KubeConfig();
   kubeConfig.loadFromFile(path);
   if (!kubeConfig.getCurrentCluster()) throw new Error(`no current cluster in ${path}`);
   return kubeConfig;
@@ -34,11 +34,11 @@ function loadKubeConfig(path: string): KubeConfig {
  * Go: isClientConfigStillValid: the kubeconfig exists, loads, has a client certificate and none of it has expired.
  * Why it is not valid is logged; only an unreadable file is an error.
  */
-export function isClientConfigStillValid(kubeconfigPath: string, now: number, logger: Logger = defaultLogger): boolean {
+export async function isClientConfigStillValid(kubeconfigPath: string, now: number, logger: Logger = defaultLogger): Promise<boolean> {
   if (!existsSync(kubeconfigPath)) return false;
   let certPem: string | undefined;
   try {
-    const user = loadKubeConfig(kubeconfigPath).getCurrentUser();
+    const user = (await loadKubeConfig(kubeconfigPath)).getCurrentUser();
     certPem = user?.certFile ? readFileSync(user.certFile, 'utf8') : user?.certData ? Buffer.from(user.certData, 'base64').toString() : undefined;
   } catch (error) {
     logger.error(`unable to read existing bootstrap client config from ${kubeconfigPath}`, error);
@@ -70,7 +70,7 @@ export function isClientConfigStillValid(kubeconfigPath: string, now: number, lo
  * the client credentials, by path, so a rotation (a new `-current.pem`) needs no new kubeconfig. Written to a
  * temporary file and renamed.
  */
-export function writeKubeconfigFromBootstrapping(bootstrap: KubeConfig, kubeconfigPath: string, pemPath: string): void {
+export async function writeKubeconfigFromBootstrapping(bootstrap: KubeConfig, kubeconfigPath: string, pemPath: string): Promise<void> {
   const cluster = bootstrap.getCurrentCluster()!;
   const clusterEntry: Record<string, unknown> = { server: cluster.server };
   if (cluster.skipTLSVerify) clusterEntry['insecure-skip-tls-verify'] = true;
@@ -87,7 +87,7 @@ export function writeKubeconfigFromBootstrapping(bootstrap: KubeConfig, kubeconf
   };
   mkdirSync(dirname(kubeconfigPath), { recursive: true });
   const temporary = `${kubeconfigPath}.tmp-${process.pid}`;
-  writeFileSync(temporary, dumpYaml(document), { mode: 0o600 });
+  writeFileSync(temporary, (await loadClientNode()).dumpYaml(document), { mode: 0o600 });
   renameSync(temporary, kubeconfigPath);
 }
 
@@ -120,14 +120,14 @@ export interface LoadClientCertOptions {
 export async function loadClientCert(options: LoadClientCertOptions): Promise<boolean> {
   const logger = options.logger ?? defaultLogger;
   const clock = options.clock ?? realClock;
-  if (isClientConfigStillValid(options.kubeconfigPath, clock.now(), logger)) {
+  if (await isClientConfigStillValid(options.kubeconfigPath, clock.now(), logger)) {
     logger.v(2).info('Kubeconfig exists and is valid, skipping bootstrap', { path: options.kubeconfigPath });
     return false;
   }
   logger.v(2).info('Using bootstrap kubeconfig to generate TLS client cert, key and kubeconfig file');
   let bootstrap: KubeConfig;
   try {
-    bootstrap = loadKubeConfig(options.bootstrapKubeconfigPath);
+    bootstrap = await loadKubeConfig(options.bootstrapKubeconfigPath);
   } catch (error) {
     throw new Error(`unable to load bootstrap kubeconfig: ${(error as Error).message}`);
   }
@@ -167,7 +167,7 @@ export async function loadClientCert(options: LoadClientCertOptions): Promise<bo
   });
   store.update(certPem, keyPem);
   rmSync(keyFile, { force: true });
-  writeKubeconfigFromBootstrapping(bootstrap, options.kubeconfigPath, store.currentPath());
+  await writeKubeconfigFromBootstrapping(bootstrap, options.kubeconfigPath, store.currentPath());
   logger.info('Bootstrapped the client certificate', { csr: request.name, kubeconfig: options.kubeconfigPath, certificate: store.currentPath() });
   return true;
 }

@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
-import { CertificatesV1Api, type KubeConfig, type V1CertificateSigningRequest } from '@kubernetes/client-node';
-import { apiErrorMessage, isAlreadyExists, pollUntil, realClock, WaitTimeoutError, type Clock, type Logger } from '@kubelet-ts/core';
+import type { KubeConfig, V1CertificateSigningRequest } from '@kubernetes/client-node';
+import { apiErrorMessage, lazyApiClient, isAlreadyExists, pollUntil, realClock, WaitTimeoutError, type Clock, type Logger } from '@kubelet-ts/core';
 import { parseCertificateRequest, type CertificateTemplate } from './csr.js';
 
 /** Go: certificatesv1.KubeAPIServerClientKubeletSignerName, the signer of kubelet client certificates. */
@@ -19,10 +19,10 @@ export interface CertificateSigningRequests {
 
 /** CertificateSigningRequests through client-node, authenticated as the KubeConfig says. */
 export function certificateSigningRequestsFor(kubeConfig: KubeConfig): CertificateSigningRequests {
-  const api = kubeConfig.makeApiClient(CertificatesV1Api);
+  const api = lazyApiClient(kubeConfig, (k) => k.CertificatesV1Api);
   return {
-    create: (body) => api.createCertificateSigningRequest({ body }),
-    read: (name) => api.readCertificateSigningRequest({ name }),
+    create: async (body) => (await api()).createCertificateSigningRequest({ body }),
+    read: async (name) => (await api()).readCertificateSigningRequest({ name }),
   };
 }
 

@@ -152,10 +152,10 @@ t.test('bootstrap: requests a client certificate with the bootstrap credentials 
   t.equal(kubeconfig.getCurrentUser()?.keyFile, current);
   t.equal(subjectOf(new FileCertificateStore({ pairNamePrefix: 'kubelet-client', certDirectory: certDir }).current().leaf).commonName, 'system:node:node-a');
 
-  t.equal(isClientConfigStillValid(kubeconfigPath, Date.now()), true);
+  t.equal(await isClientConfigStillValid(kubeconfigPath, Date.now()), true);
   const again = await loadClientCert({ kubeconfigPath, bootstrapKubeconfigPath: join(dir, 'missing'), certDir, nodeName: 'node-a', csrClientFor: () => signer });
   t.equal(again, false, 'a valid kubeconfig skips bootstrap (the bootstrap kubeconfig is not even read)');
-  t.equal(isClientConfigStillValid(kubeconfigPath, Date.now() + 2 * 365 * 86_400_000), false, 'an expired certificate needs a new bootstrap');
+  t.equal(await isClientConfigStillValid(kubeconfigPath, Date.now() + 2 * 365 * 86_400_000), false, 'an expired certificate needs a new bootstrap');
 });
 
 t.test('bootstrap failures are clear and leave no credential but the waiting key, which the retry reuses', async (t) => {

@@ -1,20 +1,7 @@
-// The few API calls node status and the node lease make, over @kubernetes/client-node 1.x.
-import {
-  CoordinationV1Api,
-  CoreV1Api,
-  KubeConfig,
-  Observable,
-  PatchStrategy,
-  setHeaderOptions,
-  type ConfigurationOptions,
-  type ObservableMiddleware,
-  type RequestContext,
-  type ResponseContext,
-  type V1Lease,
-  type V1Node,
-} from '@kubernetes/client-node';
+// The few API calls node status and the node lease make, over @kubernetes/client-node 1.x (loaded by the first call).
+import type { CoordinationV1Api, CoreV1Api, KubeConfig, V1Lease, V1Node } from '@kubernetes/client-node';
 import { nodeToWire } from './wire.js';
-import { formatMicroTime, formatTime } from '@kubelet-ts/core';
+import { apiCallOptions, formatMicroTime, formatTime, loadClientNode, PatchContentType } from '@kubelet-ts/core';
 
 export interface RequestOptions {
   /** Aborts the request (stop(), or a timeout). */
@@ -49,86 +36,78 @@ export type KubeClient = NodeApi & LeaseApi;
 /** What the components accept: our narrow client, client-node API objects, or a KubeConfig. */
 export type KubeClientSource = KubeClient | { core: CoreV1Api; coordination: CoordinationV1Api } | KubeConfig;
 
-function middleware(pre: (ctx: RequestContext) => void): ObservableMiddleware {
-  return {
-    pre: (ctx: RequestContext) => {
-      pre(ctx);
-      return new Observable(Promise.resolve(ctx));
-    },
-    post: (res: ResponseContext) => new Observable(Promise.resolve(res)),
-  };
-}
-
-function withRequestOptions(opts: RequestOptions | undefined, timeoutMs: number, base?: ConfigurationOptions): ConfigurationOptions {
-  const signals: AbortSignal[] = [];
-  if (opts?.signal) signals.push(opts.signal);
-  if (timeoutMs > 0) signals.push(AbortSignal.timeout(timeoutMs));
-  const extra: ObservableMiddleware[] = [];
-  if (signals.length > 0) {
-    const signal = signals.length === 1 ? signals[0] : AbortSignal.any(signals);
-    extra.push(middleware((ctx) => ctx.setSignal(signal)));
-  }
-  if (opts?.fromCache) extra.push(middleware((ctx) => ctx.setQueryParam('resourceVersion', '0')));
-  return { ...base, middleware: [...(base?.middleware ?? []), ...extra], middlewareMergeStrategy: 'append' };
-}
-
 export interface ClientNodeKubeClientOptions {
   /** Per-request timeout (Go: the heartbeat client's timeout). 0: none. Default 10 s. */
   timeoutMs?: number;
 }
 
+interface ClientNodeApis {
+  core: CoreV1Api;
+  coordination: CoordinationV1Api;
+}
+
 /** The KubeClient over client-node's CoreV1Api and CoordinationV1Api. */
 export class ClientNodeKubeClient implements KubeClient {
-  private readonly core: CoreV1Api;
-  private readonly coordination: CoordinationV1Api;
+  private apis: Promise<ClientNodeApis> | undefined;
   private readonly timeoutMs: number;
 
-  constructor(source: KubeConfig | { core: CoreV1Api; coordination: CoordinationV1Api }, opts: ClientNodeKubeClientOptions = {}) {
-    if (source instanceof KubeConfig) {
-      this.core = source.makeApiClient(CoreV1Api);
-      this.coordination = source.makeApiClient(CoordinationV1Api);
-    } else {
-      this.core = source.core;
-      this.coordination = source.coordination;
-    }
+  constructor(
+    private readonly source: KubeConfig | ClientNodeApis,
+    opts: ClientNodeKubeClientOptions = {},
+  ) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
-  getNode(name: string, opts?: RequestOptions): Promise<V1Node> {
-    return this.core.readNode({ name }, withRequestOptions(opts, this.timeoutMs));
+  /** The API objects and the options of one call; from a KubeConfig, client-node is loaded by the first. */
+  private async call(opts: RequestOptions | undefined, contentType?: string): Promise<ClientNodeApis & { options: ReturnType<typeof apiCallOptions> }> {
+    const source = this.source;
+    this.apis ??= isKubeConfig(source)
+      ? loadClientNode().then((k) => ({ core: source.makeApiClient(k.CoreV1Api), coordination: source.makeApiClient(k.CoordinationV1Api) }))
+      : Promise.resolve(source);
+    const apis = await this.apis;
+    return { ...apis, options: apiCallOptions({ signal: opts?.signal, timeoutMs: this.timeoutMs, fromCache: opts?.fromCache, contentType }) };
   }
 
-  createNode(node: V1Node, opts?: RequestOptions): Promise<V1Node> {
+  async getNode(name: string, opts?: RequestOptions): Promise<V1Node> {
+    const { core, options } = await this.call(opts);
+    return core.readNode({ name }, options);
+  }
+
+  async createNode(node: V1Node, opts?: RequestOptions): Promise<V1Node> {
     // The wire form (whole-second times, as Go marshals metav1.Time); client-node passes strings through.
-    return this.core.createNode({ body: nodeToWire(node) as V1Node }, withRequestOptions(opts, this.timeoutMs));
+    const { core, options } = await this.call(opts);
+    return core.createNode({ body: nodeToWire(node) as V1Node }, options);
   }
 
-  patchNodeStatus(name: string, patch: object, opts?: RequestOptions): Promise<V1Node> {
-    const smp = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-    return this.core.patchNodeStatus({ name, body: patch }, withRequestOptions(opts, this.timeoutMs, smp));
+  async patchNodeStatus(name: string, patch: object, opts?: RequestOptions): Promise<V1Node> {
+    const { core, options } = await this.call(opts, PatchContentType.StrategicMergePatch);
+    return core.patchNodeStatus({ name, body: patch }, options);
   }
 
-  patchNode(name: string, patch: object, opts?: RequestOptions): Promise<V1Node> {
-    const smp = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
-    return this.core.patchNode({ name, body: patch }, withRequestOptions(opts, this.timeoutMs, smp));
+  async patchNode(name: string, patch: object, opts?: RequestOptions): Promise<V1Node> {
+    const { core, options } = await this.call(opts, PatchContentType.StrategicMergePatch);
+    return core.patchNode({ name, body: patch }, options);
   }
 
   // client-node types MicroTime fields as Date (V1MicroTime) but its serializer passes an unknown
   // type's value through untouched: a string with six digits goes on the wire as it is, and the
   // server's string comes back as a string.
-  getLease(namespace: string, name: string, opts?: RequestOptions): Promise<V1Lease> {
-    return this.coordination.readNamespacedLease({ name, namespace }, withRequestOptions(opts, this.timeoutMs));
+  async getLease(namespace: string, name: string, opts?: RequestOptions): Promise<V1Lease> {
+    const { coordination, options } = await this.call(opts);
+    return coordination.readNamespacedLease({ name, namespace }, options);
   }
 
-  createLease(lease: V1Lease, opts?: RequestOptions): Promise<V1Lease> {
+  async createLease(lease: V1Lease, opts?: RequestOptions): Promise<V1Lease> {
     const namespace = lease.metadata?.namespace ?? 'default';
-    return this.coordination.createNamespacedLease({ namespace, body: leaseToWire(lease) }, withRequestOptions(opts, this.timeoutMs));
+    const { coordination, options } = await this.call(opts);
+    return coordination.createNamespacedLease({ namespace, body: leaseToWire(lease) }, options);
   }
 
-  updateLease(lease: V1Lease, opts?: RequestOptions): Promise<V1Lease> {
+  async updateLease(lease: V1Lease, opts?: RequestOptions): Promise<V1Lease> {
     const namespace = lease.metadata?.namespace ?? 'default';
     const name = lease.metadata?.name ?? '';
-    return this.coordination.replaceNamespacedLease({ name, namespace, body: leaseToWire(lease) }, withRequestOptions(opts, this.timeoutMs));
+    const { coordination, options } = await this.call(opts);
+    return coordination.replaceNamespacedLease({ name, namespace, body: leaseToWire(lease) }, options);
   }
 }
 
@@ -144,6 +123,10 @@ export function leaseToWire(lease: V1Lease): V1Lease {
     return value;
   });
   return JSON.parse(text) as V1Lease;
+}
+
+function isKubeConfig(v: KubeConfig | ClientNodeApis): v is KubeConfig {
+  return typeof (v as KubeConfig).makeApiClient === 'function';
 }
 
 function isKubeClient(v: unknown): v is KubeClient {

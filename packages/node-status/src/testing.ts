@@ -6,6 +6,7 @@ import type { NodeLease } from './node-lease.js';
 import type { NodeStatusProvider } from './node-status-manager.js';
 import { nodeFromWire, nodePatchSchema, nodeToWire } from './wire.js';
 import { applyStrategicMergePatch, isJsonObject, type Json, type JsonObject } from '@kubelet-ts/core';
+import { FakeApiError } from '@kubelet-ts/core/testing';
 
 /** Machine facts for tests: 4 CPUs, 8 GiB, 100 GiB root filesystem. */
 export function fakeMachineInfo(overrides: Partial<MachineInfo> = {}): MachineInfo {
@@ -24,18 +25,7 @@ export function fakeMachineInfo(overrides: Partial<MachineInfo> = {}): MachineIn
 }
 
 /** An API error as client-node's ApiException shapes it: `code` and a kube Status `body` (JSON text). */
-export class FakeApiError extends Error {
-  readonly body: string;
-  constructor(
-    readonly code: number,
-    readonly reason: string,
-    message: string,
-  ) {
-    super(`HTTP-Code: ${code}\nMessage: ${message}`);
-    this.name = 'ApiException';
-    this.body = JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', message, reason, code });
-  }
-}
+export { FakeApiError };
 
 const reasons: Record<number, string> = { 400: 'BadRequest', 404: 'NotFound', 409: 'Conflict', 422: 'Invalid', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
 

@@ -1,9 +1,7 @@
 // Node and Lease objects on the wire: client-node models <-> JSON, metav1.Time and MicroTime text,
 // and the strategic merge schema of v1.Node (for @kubelet-ts/core's createTwoWayMergePatch).
 import type { V1Node } from '@kubernetes/client-node';
-// The package has no exports map and its index does not re-export the serializer (same import as pod-config).
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { formatTime, isJsonObject, Quantity, type Json, type JsonObject, type PatchSchema } from '@kubelet-ts/core';
+import { deserializeApiObject, formatTime, isJsonObject, Quantity, type Json, type JsonObject, type PatchSchema } from '@kubelet-ts/core';
 
 /** A metav1.Time value: a Date truncated to whole seconds (what the API server stores). */
 export function metaTime(ms: number): Date {
@@ -26,7 +24,7 @@ export function nodeToWire(node: V1Node): JsonObject {
 
 /** Wire JSON to a client-node V1Node (time fields become Dates). */
 export function nodeFromWire(obj: JsonObject): V1Node {
-  return ObjectSerializer.deserialize(obj, 'V1Node') as V1Node;
+  return deserializeApiObject(obj, 'V1Node');
 }
 
 /** Drops null, empty lists and empty maps, recursively (Go's omitempty for the fields a Node has). */

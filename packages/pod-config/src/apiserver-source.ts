@@ -1,5 +1,5 @@
-import { CoreV1Api, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { clientNodeWatch, PodOperation, PodSource, Reflector, defaultLogger, realClock, type Clock, type Logger, type PodSourceName, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
+import { clientNodeWatch, lazyApiClient, lazyWatch, type ReflectorStats, PodOperation, PodSource, Reflector, defaultLogger, realClock, type Clock, type Logger, type PodSourceName, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
 import { deserializePod } from './serializer.js';
 import { abortable } from './util.js';
@@ -39,17 +39,17 @@ export function nodeFieldSelector(nodeName: string): string {
 /**
  * A PodListerWatcher over @kubernetes/client-node: CoreV1Api.listPodForAllNamespaces for the list
  * and its Watch (the wire-level watch under its informer) on /api/v1/pods with
- * fieldSelector=spec.nodeName=<node> and allowWatchBookmarks=true.
+ * fieldSelector=spec.nodeName=<node> and allowWatchBookmarks=true. client-node is loaded by the first list.
  */
 export function createPodListerWatcher(kubeConfig: KubeConfig, nodeName: string): PodListerWatcher {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
+  const api = lazyApiClient(kubeConfig, (k) => k.CoreV1Api);
   const fieldSelector = nodeFieldSelector(nodeName);
   return {
     async list() {
-      const list = await api.listPodForAllNamespaces({ fieldSelector });
+      const list = await (await api()).listPodForAllNamespaces({ fieldSelector });
       return { pods: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
-    watch: clientNodeWatch(new Watch(kubeConfig), '/api/v1/pods', deserializePod, { fieldSelector }),
+    watch: clientNodeWatch(lazyWatch(kubeConfig), '/api/v1/pods', deserializePod, { fieldSelector }),
   };
 }
 
@@ -154,7 +154,7 @@ export class ApiserverSource {
     return this.reflector.list();
   }
 
-  stats(): { lists: number; watches: number; events: number; bookmarks: number; gone: number; errors: number; sets: number } {
+  stats(): ReflectorStats & { sets: number } {
     return { ...this.reflector.stats(), sets: this.sets };
   }
 

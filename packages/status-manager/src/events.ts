@@ -4,14 +4,15 @@
 // rate limited (--event-qps/--event-burst), retried on transport errors, and logged.
 import { format } from 'node:util';
 import type { CoreV1Event, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
+  apiCallOptions,
   apiErrorCode,
   BucketRateLimiter,
   containerFieldPath,
   formatTime,
   isAlreadyExists,
   isNotFound,
+  PatchContentType,
   defaultLogger,
   realClock,
   type Clock,
@@ -442,7 +443,7 @@ export class KubeletEventRecorder implements EventRecorder {
         try {
           written = await client.patchNamespacedEvent(
             { name: event.metadata.name!, namespace, body: result.patch },
-            setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+            apiCallOptions({ contentType: PatchContentType.StrategicMergePatch }),
           );
           this.counters.patched++;
         } catch (err) {

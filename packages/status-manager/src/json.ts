@@ -1,9 +1,7 @@
-// Pod statuses as the API's JSON: client-node's ObjectSerializer for field names, with metav1.Time
+// Pod statuses as the API's JSON: core's API serializer (client-node's field names), with metav1.Time
 // values written the way the API server writes them (RFC 3339, whole seconds, UTC).
 import type { V1PodStatus } from '@kubernetes/client-node';
-// The package index does not re-export the serializer; this is the one its loadYaml()/dumpYaml() use.
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { formatTime, isJsonObject, type Json, type JsonObject } from '@kubelet-ts/core';
+import { formatTime, isJsonObject, serializeApiObject, type Json, type JsonObject } from '@kubelet-ts/core';
 
 /** Drops undefined/null members and empty arrays, recursively, so equal statuses compare equal (Go's Semantic.DeepEqual). */
 function prune(v: unknown): Json | undefined {
@@ -40,7 +38,7 @@ function normalizeTimes(v: Json | undefined): void {
 /** A V1PodStatus (Dates and all) as the JSON the API server stores. */
 export function podStatusToJson(status: V1PodStatus | undefined): JsonObject {
   if (!status) return {};
-  const json = prune(ObjectSerializer.serialize(status, 'V1PodStatus', '')) ?? {};
+  const json = prune(serializeApiObject(status, 'V1PodStatus')) ?? {};
   normalizeTimes(json);
   return json as JsonObject;
 }

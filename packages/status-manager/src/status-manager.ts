@@ -3,8 +3,8 @@
 // server as strategic merge patches of pods/status, batched (a pod changed many times before its
 // sync sends one patch), rate limited, retried with backoff and reconciled every syncPeriodMs.
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import {
+  apiCallOptions,
   apiErrorCode,
   BucketRateLimiter,
   isAbortError,
@@ -15,6 +15,7 @@ import {
   isStaticPod,
   ItemExponentialFailureRateLimiter,
   defaultLogger,
+  PatchContentType,
   podRef,
   RateLimitingQueue,
   realClock,
@@ -593,7 +594,7 @@ export class KubeletStatusManager implements StatusManager {
         this.counters.patches++;
         this.logger.v(3).info('Patch status for pod', { pod: podKey(namespace, name), podUID: uid, patch: patch.body });
         result = await this.request(signal, () =>
-          this.kubeClient!.patchNamespacedPodStatus({ name, namespace, body: patch.body }, setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch)),
+          this.kubeClient!.patchNamespacedPodStatus({ name, namespace, body: patch.body }, apiCallOptions({ contentType: PatchContentType.StrategicMergePatch })),
         );
         this.logger.v(3).info('Status for pod updated successfully', { pod: podKey(namespace, name), statusVersion: entry.version });
         break;

@@ -1,10 +1,8 @@
 // Test doubles, published as `@kubelet-ts/status-manager/testing`.
 import { randomUUID } from 'node:crypto';
 import type { CoreV1Event, V1ObjectReference, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { ApiException } from '@kubernetes/client-node';
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { applyStrategicMergePatch, isJsonObject, isStaticPod, podFullName, type JsonObject } from '@kubelet-ts/core';
-import { RecordingEventRecorder as CoreRecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
+import { applyStrategicMergePatch, deserializeApiObject, isJsonObject, serializeApiObject, isStaticPod, podFullName, type JsonObject } from '@kubelet-ts/core';
+import { RecordingEventRecorder as CoreRecordingEventRecorder, FakeApiError, type RecordedEvent } from '@kubelet-ts/core/testing';
 import type { KubeClient } from './client.js';
 import { eventfMessage, getReference, type EventObject, type EventRecorder, type EventType } from './events.js';
 import { podStatusToJson } from './json.js';
@@ -119,8 +117,8 @@ export interface FakeCall {
   body?: unknown;
 }
 
-function apiError(code: number, reason: string, message: string): ApiException<string> {
-  return new ApiException(code, message, JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, message, code }), {});
+function apiError(code: number, reason: string, message: string): FakeApiError {
+  return new FakeApiError(code, reason, message);
 }
 
 /**
@@ -142,7 +140,7 @@ export class FakeKubeClient implements KubeClient {
 
   /** Seeds a pod as stored (uid and resourceVersion are filled in when missing). */
   putPod(pod: V1Pod): V1Pod {
-    const json = ObjectSerializer.serialize({ apiVersion: 'v1', kind: 'Pod', ...clone(pod) }, 'V1Pod', '') as JsonObject;
+    const json = serializeApiObject({ apiVersion: 'v1', kind: 'Pod', ...clone(pod) }, 'V1Pod') as JsonObject;
     const meta = json.metadata as JsonObject;
     meta.namespace ??= 'default';
     meta.uid ??= randomUUID();
@@ -161,7 +159,7 @@ export class FakeKubeClient implements KubeClient {
   }
 
   private toPod(json: JsonObject): V1Pod {
-    return ObjectSerializer.deserialize(clone(json), 'V1Pod', '') as V1Pod;
+    return deserializeApiObject(clone(json), 'V1Pod');
   }
 
   private record(call: FakeCall): void {
@@ -233,13 +231,13 @@ export class FakeKubeClient implements KubeClient {
   }
 
   async createNamespacedEvent(param: { namespace: string; body: CoreV1Event }): Promise<CoreV1Event> {
-    const body = ObjectSerializer.serialize({ apiVersion: 'v1', kind: 'Event', ...clone(param.body) }, 'CoreV1Event', '') as JsonObject;
+    const body = serializeApiObject({ apiVersion: 'v1', kind: 'Event', ...clone(param.body) }, 'CoreV1Event') as JsonObject;
     this.record({ method: 'createNamespacedEvent', namespace: param.namespace, name: param.body.metadata?.name, body });
     const key = `${param.namespace}/${param.body.metadata?.name}`;
     if (this.events.has(key)) throw apiError(409, 'AlreadyExists', `events "${param.body.metadata?.name}" already exists`);
     (body.metadata as JsonObject).resourceVersion = String(this.rv++);
     this.events.set(key, body);
-    return ObjectSerializer.deserialize(clone(body), 'CoreV1Event', '') as CoreV1Event;
+    return deserializeApiObject(clone(body), 'CoreV1Event');
   }
 
   async patchNamespacedEvent(param: { name: string; namespace: string; body: any }): Promise<CoreV1Event> {
@@ -248,7 +246,7 @@ export class FakeKubeClient implements KubeClient {
     if (!json) throw apiError(404, 'NotFound', `events "${param.name}" not found`);
     Object.assign(json, clone(param.body));
     (json.metadata as JsonObject).resourceVersion = String(this.rv++);
-    return ObjectSerializer.deserialize(clone(json), 'CoreV1Event', '') as CoreV1Event;
+    return deserializeApiObject(clone(json), 'CoreV1Event');
   }
 
   /** The stored status of a pod as JSON (times as the API server writes them). */

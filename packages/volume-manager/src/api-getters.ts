@@ -1,7 +1,7 @@
 // Claims and PersistentVolumes read straight from the API server, as the Go kubelet does (no cache: a
 // pod's claims are read when its volumes are set up).
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { apiErrorCode, apiErrorMessage } from '@kubelet-ts/core';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { apiErrorCode, apiErrorMessage, lazyApiClient } from '@kubelet-ts/core';
 import type { PersistentVolumeGetter } from './types.js';
 
 /** The API server's Status message instead of client-node's whole response, keeping the status code. */
@@ -10,18 +10,18 @@ function asApiError(err: unknown): Error {
 }
 
 export function createPersistentVolumeGetter(kubeConfig: KubeConfig): PersistentVolumeGetter {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
+  const api = lazyApiClient(kubeConfig, (k) => k.CoreV1Api);
   return {
     async getPersistentVolumeClaim(namespace, name) {
       try {
-        return await api.readNamespacedPersistentVolumeClaim({ namespace, name });
+        return await (await api()).readNamespacedPersistentVolumeClaim({ namespace, name });
       } catch (err) {
         throw asApiError(err);
       }
     },
     async getPersistentVolume(name) {
       try {
-        return await api.readPersistentVolume({ name });
+        return await (await api()).readPersistentVolume({ name });
       } catch (err) {
         throw asApiError(err);
       }

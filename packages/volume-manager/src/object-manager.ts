@@ -3,10 +3,8 @@
 // reflector, a list+watch on that one object (fieldSelector metadata.name=<name> in its namespace, the
 // only query the Node authorizer allows a kubelet), shared by all the pods that reference it. Reads come
 // from the reflector's store, so a volume's periodic refresh costs the API server nothing.
-import { CoreV1Api, Watch, type KubeConfig, type V1ConfigMap, type V1Container, type V1EphemeralContainer, type V1Pod, type V1Secret } from '@kubernetes/client-node';
-// The package's index does not re-export its ObjectSerializer (see @kubelet-ts/pod-config's serializer).
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { clientNodeWatch, defaultLogger, realClock, Reflector, type Clock, type ListerWatcher, type Logger, type ObjectWithMeta, type ReflectorTuning } from '@kubelet-ts/core';
+import type { KubeConfig, V1ConfigMap, V1Container, V1EphemeralContainer, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { clientNodeWatch, deserializeApiObject, lazyApiClient, lazyWatch, defaultLogger, realClock, Reflector, type Clock, type ListerWatcher, type Logger, type ObjectWithMeta, type ReflectorTuning } from '@kubelet-ts/core';
 import type { ConfigMapGetter, SecretGetter } from './types.js';
 
 /** The object kind, as Go's group resource names it in messages (`configmap "x" not found`). */
@@ -326,16 +324,16 @@ function withoutManagedFields<T extends { metadata?: { managedFields?: unknown }
 
 /** A ConfigMapManager over @kubernetes/client-node: one list+watch per ConfigMap, by name. */
 export function createConfigMapManager(kubeConfig: KubeConfig, opts: ObjectManagerOptions = {}): ConfigMapManager {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
-  const watcher = new Watch(kubeConfig);
-  const deserialize = (obj: unknown): V1ConfigMap => withoutManagedFields(ObjectSerializer.deserialize(obj, 'V1ConfigMap') as V1ConfigMap);
+  const api = lazyApiClient(kubeConfig, (k) => k.CoreV1Api);
+  const watcher = lazyWatch(kubeConfig);
+  const deserialize = (obj: unknown): V1ConfigMap => withoutManagedFields(deserializeApiObject(obj, 'V1ConfigMap'));
   return new ConfigMapManager({
     ...opts,
     listerWatcherFor(namespace, name) {
       const fieldSelector = `metadata.name=${name}`;
       return {
         async list({ resourceVersion }) {
-          const list = await api.listNamespacedConfigMap({ namespace, fieldSelector, ...(resourceVersion ? { resourceVersion } : {}) });
+          const list = await (await api()).listNamespacedConfigMap({ namespace, fieldSelector, ...(resourceVersion ? { resourceVersion } : {}) });
           return { items: list.items.map(withoutManagedFields), resourceVersion: list.metadata?.resourceVersion ?? '' };
         },
         watch: clientNodeWatch(watcher, `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`, deserialize, { fieldSelector }),
@@ -346,16 +344,16 @@ export function createConfigMapManager(kubeConfig: KubeConfig, opts: ObjectManag
 
 /** A SecretManager over @kubernetes/client-node: one list+watch per Secret, by name. */
 export function createSecretManager(kubeConfig: KubeConfig, opts: ObjectManagerOptions = {}): SecretManager {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
-  const watcher = new Watch(kubeConfig);
-  const deserialize = (obj: unknown): V1Secret => withoutManagedFields(ObjectSerializer.deserialize(obj, 'V1Secret') as V1Secret);
+  const api = lazyApiClient(kubeConfig, (k) => k.CoreV1Api);
+  const watcher = lazyWatch(kubeConfig);
+  const deserialize = (obj: unknown): V1Secret => withoutManagedFields(deserializeApiObject(obj, 'V1Secret'));
   return new SecretManager({
     ...opts,
     listerWatcherFor(namespace, name) {
       const fieldSelector = `metadata.name=${name}`;
       return {
         async list({ resourceVersion }) {
-          const list = await api.listNamespacedSecret({ namespace, fieldSelector, ...(resourceVersion ? { resourceVersion } : {}) });
+          const list = await (await api()).listNamespacedSecret({ namespace, fieldSelector, ...(resourceVersion ? { resourceVersion } : {}) });
           return { items: list.items.map(withoutManagedFields), resourceVersion: list.metadata?.resourceVersion ?? '' };
         },
         watch: clientNodeWatch(watcher, `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`, deserialize, { fieldSelector }),

@@ -1,8 +1,8 @@
 // Go's service account token manager (pkg/kubelet/token/token_manager.go): TokenRequests for projected
 // serviceAccountToken volumes, cached per (service account, audiences, lifetime, bound object) and
 // refreshed before they expire, so that a pod's periodic volume refresh does not mint a token each time.
-import { CoreV1Api, type AuthenticationV1TokenRequest, type KubeConfig } from '@kubernetes/client-node';
-import { apiErrorMessage, defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import type { AuthenticationV1TokenRequest, KubeConfig } from '@kubernetes/client-node';
+import { apiErrorMessage, defaultLogger, lazyApiClient, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import type { ServiceAccountTokenGetter } from './types.js';
 
 /** Creates a TokenRequest for `serviceaccounts/<name>/token` in namespace (Go: ServiceAccounts(ns).CreateToken). */
@@ -173,8 +173,8 @@ export class TokenManager implements ServiceAccountTokenGetter {
 
 /** A TokenRequester over @kubernetes/client-node's CoreV1Api.createNamespacedServiceAccountToken. */
 export function createTokenRequester(kubeConfig: KubeConfig): TokenRequester {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
-  return (namespace, name, body) => api.createNamespacedServiceAccountToken({ namespace, name, body });
+  const api = lazyApiClient(kubeConfig, (k) => k.CoreV1Api);
+  return async (namespace, name, body) => (await api()).createNamespacedServiceAccountToken({ namespace, name, body });
 }
 
 /** The requester of a kubelet without an API server (Go's nil client). */

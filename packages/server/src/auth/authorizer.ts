@@ -1,8 +1,8 @@
 // Authorization of kubelet API requests (Go: k8s.io/apiserver's authorizerfactory AlwaysAllow and
 // the webhook authorizer the kubelet uses with authorization.mode=Webhook, which asks the API server
 // with SubjectAccessReviews and caches the answers).
-import { AuthorizationV1Api, type KubeConfig, type V1SubjectAccessReview } from '@kubernetes/client-node';
-import { defaultLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import type { KubeConfig, V1SubjectAccessReview } from '@kubernetes/client-node';
+import { defaultLogger, lazyApiClient, type Clock, type Logger } from '@kubelet-ts/core';
 import { withSignal } from './client.js';
 import { ExpiringLRUCache } from './expiring-cache.js';
 import type { AuthorizationResult, Authorizer, RequestAttributes } from './types.js';
@@ -180,7 +180,7 @@ export interface ClientSubjectAccessReviewerOptions {
 
 /** A SubjectAccessReviewer over client-node's AuthorizationV1Api (POST /apis/authorization.k8s.io/v1/subjectaccessreviews). */
 export function createSubjectAccessReviewer(kubeConfig: KubeConfig, opts: ClientSubjectAccessReviewerOptions = {}): SubjectAccessReviewer {
-  const api = kubeConfig.makeApiClient(AuthorizationV1Api);
+  const api = lazyApiClient(kubeConfig, (k) => k.AuthorizationV1Api);
   const timeoutMs = opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   return {
     async review(spec, signal) {
@@ -196,7 +196,7 @@ export function createSubjectAccessReviewer(kubeConfig: KubeConfig, opts: Client
           ...(spec.nonResourceAttributes ? { nonResourceAttributes: omitEmpty(spec.nonResourceAttributes) } : {}),
         },
       };
-      const result = await api.createSubjectAccessReview({ body }, withSignal(signal, timeoutMs));
+      const result = await (await api()).createSubjectAccessReview({ body }, withSignal(signal, timeoutMs));
       const status = result.status;
       return {
         allowed: status?.allowed === true,

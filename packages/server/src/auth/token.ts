@@ -4,8 +4,8 @@
 // WebSocket subprotocol by the websocket protocol authenticator).
 import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { AuthenticationV1Api, type KubeConfig, type V1TokenReview } from '@kubernetes/client-node';
-import { defaultLogger, type Clock, type Logger } from '@kubelet-ts/core';
+import type { KubeConfig, V1TokenReview } from '@kubernetes/client-node';
+import { defaultLogger, lazyApiClient, type Clock, type Logger } from '@kubelet-ts/core';
 import { ExpiringLRUCache } from './expiring-cache.js';
 import type { Authenticator, AuthenticationResult, UserInfo } from './types.js';
 import { defaultShouldRetry, defaultWebhookRetryBackoff, withExponentialBackoff, withTimeout, WEBHOOK_TIMEOUT_MS, type RetryBackoff } from './webhook.js';
@@ -259,7 +259,7 @@ export interface ClientTokenReviewerOptions {
 
 /** A TokenReviewer over client-node's AuthenticationV1Api (POST /apis/authentication.k8s.io/v1/tokenreviews). */
 export function createTokenReviewer(kubeConfig: KubeConfig, opts: ClientTokenReviewerOptions = {}): TokenReviewer {
-  const api = kubeConfig.makeApiClient(AuthenticationV1Api);
+  const api = lazyApiClient(kubeConfig, (k) => k.AuthenticationV1Api);
   const timeoutMs = opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   return {
     async review(token, audiences, signal) {
@@ -268,7 +268,7 @@ export function createTokenReviewer(kubeConfig: KubeConfig, opts: ClientTokenRev
         kind: 'TokenReview',
         spec: { token, ...(audiences && audiences.length > 0 ? { audiences } : {}) },
       };
-      const result = await api.createTokenReview({ body }, withSignal(signal, timeoutMs));
+      const result = await (await api()).createTokenReview({ body }, withSignal(signal, timeoutMs));
       const status = result.status ?? {};
       const user = status.user;
       return {
