@@ -1,5 +1,6 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { CanceledError, fromServiceError } from './errors.js';
+import { grpcJs } from './proto.js';
 import { grpcTarget } from './endpoint.js';
 import type { CallOptions } from './services.js';
 
@@ -54,7 +55,7 @@ export class GrpcCaller {
   ) {
     this.endpoint = options.endpoint;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS;
-    this.client = new Client(grpcTarget(options.endpoint), grpc.credentials.createInsecure(), {
+    this.client = new Client(grpcTarget(options.endpoint), grpcJs().credentials.createInsecure(), {
       ...reconnectOptions,
       ...options.channelOptions,
     });

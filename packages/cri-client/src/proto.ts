@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as grpc from '@grpc/grpc-js';
+import type * as protoLoader from '@grpc/proto-loader';
 import type { ProtoGrpcType } from './generated/api.js';
 
 /** Absolute path of the CRI runtime.v1 `.proto` shipped with this package. */
@@ -26,12 +27,23 @@ export const criProtoLoaderOptions: protoLoader.Options = {
 export type CriGrpcPackage = ProtoGrpcType['runtime']['v1'];
 
 let cached: CriGrpcPackage | undefined;
+let grpcModule: typeof grpc | undefined;
+const require = createRequire(import.meta.url);
+
+/**
+ * @grpc/grpc-js, loaded by the first client or server made rather than with the package (~9 MiB and ~0.2 s): a user
+ * of the log parser, the error helpers or the types never pays for it.
+ */
+export function grpcJs(): typeof grpc {
+  grpcModule ??= require('@grpc/grpc-js') as typeof grpc;
+  return grpcModule;
+}
 
 /** Loads the CRI gRPC package definition (service constructors and definitions), once per process. */
 export function loadCriPackage(): CriGrpcPackage {
   if (!cached) {
-    const definition = protoLoader.loadSync(criProtoPath, criProtoLoaderOptions);
-    cached = (grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType).runtime.v1;
+    const definition = (require('@grpc/proto-loader') as typeof protoLoader).loadSync(criProtoPath, criProtoLoaderOptions);
+    cached = (grpcJs().loadPackageDefinition(definition) as unknown as ProtoGrpcType).runtime.v1;
   }
   return cached;
 }

@@ -2,7 +2,7 @@
 // and registers with the kubelet. The sample device plugin (tools/sample-device-plugin) and the tests run it.
 import { stat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import {
   DEVICE_PLUGIN_API_VERSION,
@@ -17,8 +17,7 @@ import {
   type ListAndWatchResponse,
   type PreferredAllocationRequest,
   type PreferredAllocationResponse,
-  type RegisterRequest,
-} from './proto.js';
+  type RegisterRequest, grpcJs } from './proto.js';
 
 export interface DevicePluginServerOptions {
   /** The extended resource, e.g. `example.com/foo`. */
@@ -100,7 +99,7 @@ export class DevicePluginServer {
   /** Serves the DevicePlugin service on socketPath. */
   async serve(): Promise<void> {
     await rm(this.socketPath, { force: true });
-    const server = new grpc.Server();
+    const server = new (grpcJs().Server)();
     server.addService(loadDevicePluginPackage().DevicePlugin.service, {
       GetDevicePluginOptions: (_call: unknown, cb: Callback<DevicePluginOptions>) => cb(null, this.pluginOptions),
       ListAndWatch: (call: grpc.ServerWritableStream<unknown, ListAndWatchResponse>) => {
@@ -125,7 +124,7 @@ export class DevicePluginServer {
           const unknown = r.devicesIds.filter((id) => !this.devices.has(id));
           if (unknown.length > 0) {
             const message = `invalid allocation request for ${this.opts.resourceName}: unknown devices ${unknown.join(',')}`;
-            cb(Object.assign(new Error(message), { code: grpc.status.INVALID_ARGUMENT, details: message, metadata: new grpc.Metadata() }));
+            cb(Object.assign(new Error(message), { code: grpcJs().status.INVALID_ARGUMENT, details: message, metadata: new (grpcJs().Metadata)() }));
             return;
           }
           this.calls.allocate.push([...r.devicesIds]);
@@ -133,7 +132,7 @@ export class DevicePluginServer {
             containerResponses.push(this.allocateOne(r.devicesIds));
           } catch (err) {
             const message = (err as Error).message;
-            cb(Object.assign(new Error(message), { code: grpc.status.UNKNOWN, details: message, metadata: new grpc.Metadata() }));
+            cb(Object.assign(new Error(message), { code: grpcJs().status.UNKNOWN, details: message, metadata: new (grpcJs().Metadata)() }));
             return;
           }
         }
@@ -147,7 +146,7 @@ export class DevicePluginServer {
       },
     });
     await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+      server.bindAsync(`unix://${this.socketPath}`, grpcJs().ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
     );
     this.server = server;
   }
@@ -155,7 +154,7 @@ export class DevicePluginServer {
   /** Calls the kubelet's Registration service; rejects with its error. */
   async register(kubeletSocket = join(this.opts.socketDir, KUBELET_SOCKET), request: Partial<RegisterRequest> = {}): Promise<void> {
     const { Registration } = loadDevicePluginPackage();
-    const client = new Registration(`unix://${kubeletSocket}`, grpc.credentials.createInsecure()) as grpc.Client & {
+    const client = new Registration(`unix://${kubeletSocket}`, grpcJs().credentials.createInsecure()) as grpc.Client & {
       Register(req: RegisterRequest, options: grpc.CallOptions, cb: Callback<Record<string, never>>): void;
     };
     try {

@@ -1,5 +1,5 @@
 // endpointImpl (Go: pkg/kubelet/cm/devicemanager/endpoint.go): the kubelet's client of one device plugin.
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { Clock } from '@kubelet-ts/core';
 import {
   loadDevicePluginPackage,
@@ -9,8 +9,7 @@ import {
   type DevicePluginOptions,
   type ListAndWatchResponse,
   type PreferredAllocationRequest,
-  type PreferredAllocationResponse,
-} from './proto.js';
+  type PreferredAllocationResponse, grpcJs } from './proto.js';
 
 /** endpointStopGracePeriod: how long a stopped plugin's resource stays on the node before it is removed. */
 export const ENDPOINT_STOP_GRACE_PERIOD_MS = 5 * 60_000;
@@ -74,7 +73,7 @@ export class EndpointImpl implements Endpoint {
   /** newEndpointImpl: dials the plugin's socket (failing after DIAL_TIMEOUT_MS). */
   static async dial(socketPath: string, resourceName: string, clock: Clock, callback: (resourceName: string, devices: Device[]) => void): Promise<EndpointImpl> {
     const { DevicePlugin } = loadDevicePluginPackage();
-    const client = new DevicePlugin(`unix://${socketPath}`, grpc.credentials.createInsecure(), { 'grpc.enable_retries': 0 }) as DevicePluginClient;
+    const client = new DevicePlugin(`unix://${socketPath}`, grpcJs().credentials.createInsecure(), { 'grpc.enable_retries': 0 }) as DevicePluginClient;
     try {
       await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + DIAL_TIMEOUT_MS, (err) => (err ? reject(err) : resolve())));
     } catch (err) {
@@ -105,7 +104,7 @@ export class EndpointImpl implements Endpoint {
         if (!this.isStopped()) this.callback(this.resourceName, resp.devices ?? []);
       });
       stream.on('error', (err: grpc.ServiceError) => {
-        if (err.code === grpc.status.CANCELLED && this.isStopped()) resolve();
+        if (err.code === grpcJs().status.CANCELLED && this.isStopped()) resolve();
         else reject(new Error(`listAndWatch ended unexpectedly for device plugin ${this.resourceName} with error ${err.details || err.message}`));
       });
       stream.on('end', () => resolve());

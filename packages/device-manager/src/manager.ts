@@ -4,13 +4,13 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { errorText, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { CHECKPOINT_FILE_NAME, CorruptCheckpointError, readCheckpointFile, writeCheckpointFile } from './checkpoint.js';
 import { EndpointImpl, type Endpoint } from './endpoint.js';
 import { PodDevices, type DeviceRunContainerOptions } from './pod-devices.js';
-import { HEALTHY, KUBELET_SOCKET, SUPPORTED_VERSIONS, loadDevicePluginPackage, type ContainerDevices, type Device, type DevicePluginOptions, type RegisterRequest } from './proto.js';
+import { HEALTHY, KUBELET_SOCKET, SUPPORTED_VERSIONS, loadDevicePluginPackage, type ContainerDevices, type Device, type DevicePluginOptions, type RegisterRequest, grpcJs } from './proto.js';
 import { isExtendedResourceName } from './resource-name.js';
 
 /** What an admit handler answers (the kubelet's lifecycle.PodAdmitResult). */
@@ -115,16 +115,16 @@ export class DeviceManager implements DeviceManagerLike {
     } catch (err) {
       this.logger.error('Fail to clean up stale contents', err, { dir: this.socketDir });
     }
-    const server = new grpc.Server();
+    const server = new (grpcJs().Server)();
     server.addService(loadDevicePluginPackage().Registration.service, {
       Register: (call: grpc.ServerUnaryCall<RegisterRequest, Record<string, never>>, cb: RegisterCallback) => {
         const err = this.register(call.request);
-        if (err) cb({ code: grpc.status.UNKNOWN, details: err, message: err, name: 'Error', metadata: new grpc.Metadata() });
+        if (err) cb({ code: grpcJs().status.UNKNOWN, details: err, message: err, name: 'Error', metadata: new (grpcJs().Metadata)() });
         else cb(null, {});
       },
     });
     await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+      server.bindAsync(`unix://${this.socketPath}`, grpcJs().ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
     );
     this.server = server;
     this.logger.v(2).info('Serving device plugin registration server on socket', { path: this.socketPath });

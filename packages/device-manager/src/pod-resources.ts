@@ -2,7 +2,7 @@
 // <root-dir>/pod-resources/kubelet.sock, and a small client for it.
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import type { V1Pod } from '@kubernetes/client-node';
 import { defaultLogger, type Logger } from '@kubelet-ts/core';
 import {
@@ -12,8 +12,7 @@ import {
   type GetPodResourcesRequest,
   type GetPodResourcesResponse,
   type ListPodResourcesResponse,
-  type PodResources,
-} from './proto.js';
+  type PodResources, grpcJs } from './proto.js';
 
 /** podresources.Socket: the socket's name in `<root-dir>/pod-resources`. */
 export const POD_RESOURCES_SOCKET = 'kubelet.sock';
@@ -45,7 +44,7 @@ export interface PodResourcesServerOptions {
 type Callback<T> = (err: grpc.ServiceError | null, res?: T) => void;
 
 function serviceError(code: grpc.status, message: string): grpc.ServiceError {
-  return Object.assign(new Error(message), { code, details: message, metadata: new grpc.Metadata() });
+  return Object.assign(new Error(message), { code, details: message, metadata: new (grpcJs().Metadata)() });
 }
 
 export class PodResourcesServer {
@@ -78,16 +77,16 @@ export class PodResourcesServer {
 
   /** Get: one pod by namespace and name. */
   get(req: GetPodResourcesRequest): GetPodResourcesResponse {
-    if (this.opts.getEnabled === false) throw serviceError(grpc.status.UNKNOWN, 'PodResources API Get method disabled');
+    if (this.opts.getEnabled === false) throw serviceError(grpcJs().status.UNKNOWN, 'PodResources API Get method disabled');
     const pod = this.opts.pods().find((p) => p.metadata?.name === req.podName && p.metadata?.namespace === req.podNamespace);
-    if (!pod) throw serviceError(grpc.status.UNKNOWN, `pod ${req.podName} in namespace ${req.podNamespace} not found`);
+    if (!pod) throw serviceError(grpcJs().status.UNKNOWN, `pod ${req.podName} in namespace ${req.podNamespace} not found`);
     this.opts.devices.updateAllocatedDevices();
     return { podResources: this.podResources(pod) };
   }
 
   /** GetAllocatableResources: the node's healthy devices (no CPU or memory managers: none of those). */
   getAllocatableResources(): AllocatableResourcesResponse {
-    if (this.opts.getAllocatableEnabled === false) throw serviceError(grpc.status.UNKNOWN, 'PodResources API GetAllocatableResources disabled');
+    if (this.opts.getAllocatableEnabled === false) throw serviceError(grpcJs().status.UNKNOWN, 'PodResources API GetAllocatableResources disabled');
     return { devices: this.opts.devices.getAllocatableDevices(), cpuIds: [], memory: [] };
   }
 
@@ -95,14 +94,14 @@ export class PodResourcesServer {
   async start(): Promise<void> {
     await mkdir(dirname(this.opts.socketPath), { recursive: true, mode: 0o750 });
     await rm(this.opts.socketPath, { force: true });
-    const server = new grpc.Server();
+    const server = new (grpcJs().Server)();
     const handle =
       <Req, Res>(fn: (req: Req) => Res) =>
       (call: grpc.ServerUnaryCall<Req, Res>, cb: Callback<Res>) => {
         try {
           cb(null, fn(call.request));
         } catch (err) {
-          cb((err as grpc.ServiceError).code !== undefined ? (err as grpc.ServiceError) : serviceError(grpc.status.UNKNOWN, (err as Error).message));
+          cb((err as grpc.ServiceError).code !== undefined ? (err as grpc.ServiceError) : serviceError(grpcJs().status.UNKNOWN, (err as Error).message));
         }
       };
     server.addService(loadPodResourcesPackage().PodResourcesLister.service, {
@@ -111,7 +110,7 @@ export class PodResourcesServer {
       GetAllocatableResources: handle(() => this.getAllocatableResources()),
     });
     await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix://${this.opts.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+      server.bindAsync(`unix://${this.opts.socketPath}`, grpcJs().ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
     );
     this.server = server;
     this.logger.v(2).info('Serving the pod resources API', { socket: this.opts.socketPath });
@@ -141,7 +140,7 @@ export class PodResourcesClient {
 
   constructor(socketPath: string) {
     const { PodResourcesLister } = loadPodResourcesPackage();
-    this.client = new PodResourcesLister(`unix://${socketPath}`, grpc.credentials.createInsecure()) as typeof this.client;
+    this.client = new PodResourcesLister(`unix://${socketPath}`, grpcJs().credentials.createInsecure()) as typeof this.client;
   }
 
   private call<Req, Res>(method: UnaryClient<Req, Res>, req: Req): Promise<Res> {

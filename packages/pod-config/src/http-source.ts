@@ -1,10 +1,19 @@
 import { STATUS_CODES } from 'node:http';
 import type { V1Pod } from '@kubernetes/client-node';
 import { PodOperation, PodSource, abortReason, defaultLogger, realClock, type Clock, type Logger, type PodSourceName } from '@kubelet-ts/core';
-import { Agent, request, type Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type * as Undici from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { abortable } from './util.js';
 import type { PodUpdateSink } from './config.js';
 import { ManifestError, decodePodsManifest, generatePodName } from './static-pod.js';
+
+// undici costs ~18 MiB and a few hundred ms at import: a file-only or API-only user of the package never loads it.
+let undiciModule: typeof Undici | undefined;
+function undici(): typeof Undici {
+  undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici;
+  return undiciModule;
+}
 
 /** HTTP headers for the manifest URL: `key:value` (the --manifest-url-header flag) or a map as KubeletConfiguration.staticPodURLHeader. */
 export type ManifestUrlHeader = string | Record<string, string | readonly string[]>;
@@ -125,7 +134,7 @@ export class HttpSource {
     if (opts.dispatcher) {
       this.dispatcher = opts.dispatcher;
     } else {
-      this.ownAgent = new Agent({ keepAliveTimeout: 4_000, connections: 1 });
+      this.ownAgent = new (undici().Agent)({ keepAliveTimeout: 4_000, connections: 1 });
       this.dispatcher = this.ownAgent;
     }
   }
@@ -201,7 +210,7 @@ export class HttpSource {
     const timer = this.clock.setTimeout(() => timeout.abort(new Error(`${this.url}: request timed out after ${this.timeoutMs}ms`)), this.timeoutMs);
     const both = AbortSignal.any([signal, timeout.signal]);
     try {
-      const res = await request(this.url, { method: 'GET', headers: this.headers, signal: both, dispatcher: this.dispatcher });
+      const res = await undici().request(this.url, { method: 'GET', headers: this.headers, signal: both, dispatcher: this.dispatcher });
       const body = await res.body.text();
       if (res.statusCode < 200 || res.statusCode > 299) throw new HttpStatusError(this.url, res.statusCode);
       return body;

@@ -1,9 +1,17 @@
 import { createHash } from 'node:crypto';
 import type { V1Container, V1Pod, V1Probe } from '@kubernetes/client-node';
 import { canonicalJson, ConfigHashAnnotationKey, ConfigSourceAnnotationKey, type PodSourceName } from '@kubelet-ts/core';
-import { parseAllDocuments } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import { deserializePod } from './serializer.js';
 import { formatFieldErrors, validatePod, validatePodShape, type FieldError } from './validation.js';
+
+// The YAML parser (~9 MiB) is loaded by the first manifest decoded, not by an API-only user's import.
+let yamlModule: typeof Yaml | undefined;
+function yaml(): typeof Yaml {
+  yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml;
+  return yamlModule;
+}
 
 /** metav1.NamespaceDefault */
 export const NamespaceDefault = 'default';
@@ -179,7 +187,7 @@ function parseDocument(text: string): unknown {
       // YAML flow style, or broken: let the YAML parser decide and explain.
     }
   }
-  const docs = parseAllDocuments(text, { prettyErrors: false, uniqueKeys: false });
+  const docs = yaml().parseAllDocuments(text, { prettyErrors: false, uniqueKeys: false });
   if (!Array.isArray(docs)) return undefined; // an empty stream
   const nonEmpty = docs.filter((d) => d.contents !== null || d.errors.length > 0);
   for (const d of nonEmpty) {

@@ -1,5 +1,6 @@
 // gRPC health probes (Go: pkg/probe/grpc): grpc.health.v1.Health/Check over @grpc/grpc-js.
-import * as grpc from '@grpc/grpc-js';
+import { createRequire } from 'node:module';
+import type * as grpc from '@grpc/grpc-js';
 import { DEFAULT_PROBE_USER_AGENT, joinHostPort, type ProbeResponse } from './probe.js';
 import { errorText, formatDuration } from '@kubelet-ts/core';
 
@@ -108,7 +109,13 @@ export const healthCheckService = {
   },
 } satisfies grpc.ServiceDefinition;
 
-const HealthClient = grpc.makeGenericClientConstructor(healthCheckService, 'Health');
+// grpc-js is loaded by the first gRPC probe, not with the package (most pods have none).
+let grpcModule: typeof grpc | undefined;
+let healthClient: grpc.ServiceClientConstructor | undefined;
+function grpcJs(): typeof grpc {
+  grpcModule ??= createRequire(import.meta.url)('@grpc/grpc-js') as typeof grpc;
+  return grpcModule;
+}
 
 interface HealthClientShape extends grpc.Client {
   Check(req: { service: string }, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: number }) => void): grpc.ClientUnaryCall;
@@ -128,7 +135,8 @@ export async function grpcProbe(opts: GrpcProbeOptions): Promise<ProbeResponse> 
   const service = opts.service ?? '';
   let client: HealthClientShape;
   try {
-    client = new HealthClient(addr, grpc.credentials.createInsecure(), {
+    healthClient ??= grpcJs().makeGenericClientConstructor(healthCheckService, 'Health');
+    client = new healthClient(addr, grpcJs().credentials.createInsecure(), {
       'grpc.primary_user_agent': opts.userAgent ?? DEFAULT_PROBE_USER_AGENT,
       'grpc.enable_retries': 0,
       'grpc.service_config_disable_resolution': 1,
@@ -152,10 +160,10 @@ export async function grpcProbe(opts: GrpcProbeOptions): Promise<ProbeResponse> 
     });
     if (response.err) {
       const err = response.err;
-      if (err.code === grpc.status.UNIMPLEMENTED) {
+      if (err.code === grpcJs().status.UNIMPLEMENTED) {
         return { result: 'failure', output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${err.details}` };
       }
-      if (err.code === grpc.status.DEADLINE_EXCEEDED) {
+      if (err.code === grpcJs().status.DEADLINE_EXCEEDED) {
         return { result: 'failure', output: `timeout: health rpc did not complete within ${formatDuration(Math.round(timeoutSeconds * 1000))}` };
       }
       const code = CODE_NAMES[err.code] ?? `Code(${err.code})`;

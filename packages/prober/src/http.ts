@@ -1,7 +1,9 @@
 // HTTP probes (Go: pkg/probe/http: DoHTTPProbe, RedirectChecker, NewRequestForHTTPGetAction) over undici.
 import type { V1Container, V1HTTPGetAction } from '@kubernetes/client-node';
+import { createRequire } from 'node:module';
 import { errorText, realClock, type Clock } from '@kubelet-ts/core';
-import { Agent, request, type Dispatcher } from 'undici';
+import type * as Undici from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { resolveContainerPort } from './port.js';
 import {
   DEFAULT_PROBE_USER_AGENT,
@@ -33,9 +35,16 @@ export interface HttpProbeOptions {
 const MAX_REDIRECTS = 10;
 const REDIRECT_CODES = new Set([301, 302, 303, 307, 308]);
 
+// undici costs ~18 MiB and a few hundred ms at import: it is loaded by the first HTTP probe, not with the package.
+let undiciModule: typeof Undici | undefined;
+function undici(): typeof Undici {
+  undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici;
+  return undiciModule;
+}
+
 /** An undici Agent as the Go prober's transport: TLS not verified, no proxy, no compression. */
 export function createProbeAgent(): Agent {
-  return new Agent({ connect: { rejectUnauthorized: false }, keepAliveTimeout: 1000 });
+  return new (undici().Agent)({ connect: { rejectUnauthorized: false }, keepAliveTimeout: 1000 });
 }
 
 let sharedAgent: Agent | undefined;
@@ -168,7 +177,7 @@ export async function httpProbe(opts: HttpProbeOptions): Promise<ProbeResponse> 
   try {
     for (let redirects = 0; ; redirects++) {
       phase = 'headers';
-      const res = await request(current, {
+      const res = await undici().request(current, {
         method: 'GET',
         headers: headers.flat(),
         dispatcher,
