@@ -225,7 +225,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
 }
 
 /**
- * What every @kubelet-ts library logs to when it is given no logger: warnings and errors (not info,
+ * What every `@kubelet-ts` library logs to when it is given no logger: warnings and errors (not info,
  * not v(n)) written to process.stderr in klog's text format, so a library used alone is loud when
  * something goes wrong. Pass `logger: noopLogger` for silence, or your own createLogger(...) for more.
  */

@@ -34,14 +34,15 @@ export interface LeaseApi {
 export type KubeClient = NodeApi & LeaseApi;
 
 /** What the components accept: our narrow client, client-node API objects, or a KubeConfig. */
-export type KubeClientSource = KubeClient | { core: CoreV1Api; coordination: CoordinationV1Api } | KubeConfig;
+export type KubeClientSource = KubeClient | ClientNodeApis | KubeConfig;
 
 export interface ClientNodeKubeClientOptions {
   /** Per-request timeout (Go: the heartbeat client's timeout). 0: none. Default 10 s. */
   timeoutMs?: number;
 }
 
-interface ClientNodeApis {
+/** The client-node API objects the client calls, when the caller has made them. */
+export interface ClientNodeApis {
   core: CoreV1Api;
   coordination: CoordinationV1Api;
 }
