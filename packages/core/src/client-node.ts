@@ -42,6 +42,24 @@ export function lazyApiClient<T extends ApiType>(kubeConfig: KubeConfig, api: (c
   };
 }
 
+/**
+ * An API client of kubeConfig usable at once, as the client-node class it stands for: every method call waits for
+ * client-node to load and the client to be made (on the first call), then calls it. For code that takes a
+ * `CoreV1Api` (or a slice of it) and must not load client-node before its first request.
+ */
+export function deferredApiClient<T extends ApiType>(kubeConfig: KubeConfig, api: (clientNode: ClientNodeModule) => ApiConstructor<T>): T {
+  const client = lazyApiClient(kubeConfig, api);
+  return new Proxy({} as T, {
+    get: (_target, method) =>
+      typeof method === 'string' && method !== 'then'
+        ? async (...args: unknown[]) => {
+            const resolved = (await client()) as unknown as Record<string, (...a: unknown[]) => unknown>;
+            return resolved[method](...args);
+          }
+        : undefined,
+  });
+}
+
 /** A client-node Watch on kubeConfig, made on the first watch (for core's clientNodeWatch). */
 export function lazyWatch(kubeConfig: KubeConfig): Pick<Watch, 'watch'> {
   let watcher: Promise<Watch> | undefined;

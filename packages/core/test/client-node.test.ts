@@ -80,3 +80,14 @@ t.test('loadedClientNode: the module once loaded, a clear error before', async (
   t.equal(child.status, 0, child.stderr);
   t.match(JSON.parse(child.stdout).error, /not loaded yet: await loadClientNode\(\)/);
 });
+
+t.test('deferredApiClient: usable at once, each call goes to the client made on the first', async (t) => {
+  const { seen, kubeConfig } = await apiServer(t);
+  const { deferredApiClient } = await import('../src/client-node.js');
+  const core = deferredApiClient(kubeConfig, (k) => k.CoreV1Api);
+  t.equal((core as unknown as { then?: unknown }).then, undefined, 'not a thenable: awaiting it gives the proxy back');
+  const node = await core.readNode({ name: 'n1' });
+  t.equal(node.metadata?.name, 'n1');
+  await core.patchNode({ name: 'n1', body: {} }, apiCallOptions({ contentType: PatchContentType.MergePatch }));
+  t.same(seen.map((s) => `${s.method} ${s.contentType ?? ''}`), ['GET ', 'PATCH application/merge-patch+json']);
+});
