@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { DependencyContainer } from 'tsyringe';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { nodeReference, type Clock, type Logger } from '@kubelet-ts/core';
+import { loadClientNode, nodeReference, type Clock, type Logger } from '@kubelet-ts/core';
 import type { RemoteImageService, RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import type { LocalRuntime } from '@kubelet-ts/local-runtime';
 import type { PodSourceConfig } from '@kubelet-ts/pod-config';
@@ -85,6 +85,9 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   await mkdir(config.podLogsDir, { recursive: true });
   // Go: TLS bootstrap comes first: nothing may talk to the API server before the kubeconfig exists.
   await bootstrapClientCertificate(config, clock, logger, signal);
+  // The API clients are made synchronously by the container's factories; client-node is loaded here, once, and
+  // only in API server mode (a standalone kubelet never pays its ~75 MiB).
+  if (config.kubeconfig) await loadClientNode();
 
   const local = c.resolve<LocalRuntime | undefined>(Tokens.LocalRuntime);
   if (local) {

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
-import { PodCache, createLogger, isMirrorPod, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { PodCache, createLogger, deferredApiClient, isMirrorPod, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { RemoteImageService, RemoteRuntimeService, type ImageService, type RuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
@@ -12,8 +12,8 @@ import { ContainerGC } from '@kubelet-ts/container-gc';
 import { ProbeManager } from '@kubelet-ts/prober';
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { KeepAliveKubeConfig } from './kube-config.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { newKeepAliveKubeConfig } from './kube-config.js';
 import type { CertificateManager } from '@kubelet-ts/certificate';
 import { registerCertificateDeps } from './certificates.js';
 import { KubeletEventRecorder, KubeletStatusManager, BasicMirrorClient, syncMirrorPod, deleteOrphanedMirrorPods } from '@kubelet-ts/status-manager';
@@ -139,7 +139,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     Tokens.KubeConfig,
     singleton((c) => {
       if (!config.kubeconfig) return undefined;
-      const kubeConfig = new KeepAliveKubeConfig();
+      const kubeConfig = newKeepAliveKubeConfig();
       try {
         kubeConfig.loadFromFile(config.kubeconfig);
       } catch (error) {
@@ -151,7 +151,11 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     }),
   );
   registerCertificateDeps(c, config);
-  const coreApi = (c: DependencyContainer) => c.resolve<KubeConfig | undefined>(Tokens.KubeConfig)?.makeApiClient(CoreV1Api);
+  // The CoreV1Api of the status manager and the event recorder; client-node loads with their first request.
+  const coreApi = (c: DependencyContainer) => {
+    const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+    return kubeConfig ? deferredApiClient(kubeConfig, (k) => k.CoreV1Api) : undefined;
+  };
   // Events go to the API server when there is one, and are logged otherwise.
   c.register<KubeletEventRecorder>(
     Tokens.EventRecorder,

@@ -2,10 +2,8 @@
 // NewMainKubelet's Services informer: serviceLister + serviceHasSynced). core's Reflector lists every
 // Service, then watches from the list's resourceVersion; a watch that ends or breaks resumes from the
 // last resourceVersion seen (bookmarks included), a 410 Gone lists again, errors back off.
-import { CoreV1Api, Watch, type KubeConfig, type V1Service } from '@kubernetes/client-node';
-// The package's index does not re-export its ObjectSerializer (see @kubelet-ts/pod-config's serializer).
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
-import { clientNodeWatch, Reflector, type Clock, type Logger, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
+import type { KubeConfig, V1Service } from '@kubernetes/client-node';
+import { clientNodeWatch, deserializeApiObject, lazyApiClient, lazyWatch, Reflector, type Clock, type Logger, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
 import type { ServiceSource } from '@kubelet-ts/runtime-manager';
 
 /** A watch event as the API server sends it; object is a V1Service, or a V1Status for ERROR. */
@@ -23,7 +21,7 @@ export interface ServiceListerWatcher {
 }
 
 function deserializeService(obj: unknown): V1Service {
-  const service = ObjectSerializer.deserialize(obj, 'V1Service') as V1Service;
+  const service = deserializeApiObject(obj, 'V1Service');
   // managedFields is most of a Service's size and nothing here reads it.
   if (service.metadata) delete service.metadata.managedFields;
   return service;
@@ -31,14 +29,14 @@ function deserializeService(obj: unknown): V1Service {
 
 /** A ServiceListerWatcher over @kubernetes/client-node: /api/v1/services across all namespaces, with bookmarks. */
 export function createServiceListerWatcher(kubeConfig: KubeConfig): ServiceListerWatcher {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
+  const api = lazyApiClient(kubeConfig, (k) => k.CoreV1Api);
   return {
     async list(opts) {
-      const list = await api.listServiceForAllNamespaces(opts.resourceVersion ? { resourceVersion: opts.resourceVersion } : {});
+      const list = await (await api()).listServiceForAllNamespaces(opts.resourceVersion ? { resourceVersion: opts.resourceVersion } : {});
       for (const service of list.items) if (service.metadata) delete service.metadata.managedFields;
       return { services: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
-    watch: clientNodeWatch(new Watch(kubeConfig), '/api/v1/services', deserializeService),
+    watch: clientNodeWatch(lazyWatch(kubeConfig), '/api/v1/services', deserializeService),
   };
 }
 

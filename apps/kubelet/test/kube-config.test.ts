@@ -3,7 +3,10 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { generateSelfSignedCertKey } from '@kubelet-ts/server';
-import { KeepAliveKubeConfig } from '../src/kube-config.js';
+import { loadClientNode } from '@kubelet-ts/core';
+import { newKeepAliveKubeConfig } from '../src/kube-config.js';
+
+await loadClientNode();
 
 /** An HTTPS "API server" answering every GET with an empty namespace, counting the TLS connections it accepts. */
 async function countingServer(t: { teardown(fn: () => Promise<void>): void }) {
@@ -20,7 +23,7 @@ async function countingServer(t: { teardown(fn: () => Promise<void>): void }) {
   return { cert, port, connections: () => connections };
 }
 
-function load(config: KubeConfig, caPem: string, port: number, clientCert = 'client-a'): KubeConfig {
+function load<T extends KubeConfig>(config: T, caPem: string, port: number, clientCert = 'client-a'): T {
   config.loadFromOptions({
     clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, caData: Buffer.from(caPem).toString('base64') }],
     users: [{ name: 'u', token: clientCert }],
@@ -36,14 +39,14 @@ t.test('API calls through KeepAliveKubeConfig share one TLS connection; client-n
   for (let i = 0; i < 5; i++) await plain.readNamespace({ name: 'default' });
   t.equal(server.connections(), 5, 'client-node: a new connection for every request');
 
-  const keepAlive = load(new KeepAliveKubeConfig(), server.cert, server.port).makeApiClient(CoreV1Api);
+  const keepAlive = load(newKeepAliveKubeConfig(), server.cert, server.port).makeApiClient(CoreV1Api);
   for (let i = 0; i < 5; i++) t.equal((await keepAlive.readNamespace({ name: 'default' })).metadata?.name, 'default');
   t.equal(server.connections(), 6, 'KeepAliveKubeConfig: one connection for five requests');
 });
 
 t.test('new TLS settings get a new agent; the same settings keep theirs', async (t) => {
   const server = await countingServer(t);
-  const config = load(new KeepAliveKubeConfig(), server.cert, server.port);
+  const config = load(newKeepAliveKubeConfig(), server.cert, server.port);
   const api = config.makeApiClient(CoreV1Api);
   await api.readNamespace({ name: 'default' });
   await api.readNamespace({ name: 'default' });
@@ -67,7 +70,7 @@ t.test('a rotated client certificate is presented on a new connection, without a
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
-  const config = load(new KeepAliveKubeConfig(), cert, (server.address() as AddressInfo).port) as KeepAliveKubeConfig;
+  const config = load(newKeepAliveKubeConfig(), cert, (server.address() as AddressInfo).port);
   let current = signer.issue({ commonName: 'system:node:first', organization: ['system:nodes'] });
   config.clientCertificate = () => current;
   const api = config.makeApiClient(CoreV1Api);
