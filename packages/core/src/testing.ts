@@ -292,3 +292,24 @@ export class FakeApiError extends Error {
     this.body = body;
   }
 }
+
+/**
+ * Captures what is written to process.stderr (where `defaultLogger` writes) until restore(), instead of showing it:
+ * `chunks()` as written, `lines()` split on newlines. The host's teardown restores stderr if the test did not.
+ */
+export function captureStderr(host: { teardown(fn: () => void): void }): { chunks: () => string[]; lines: () => string[]; restore: () => void } {
+  const chunks: string[] = [];
+  const original = process.stderr.write.bind(process.stderr);
+  let restored = false;
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
+    return true;
+  }) as typeof process.stderr.write;
+  const restore = (): void => {
+    if (restored) return;
+    restored = true;
+    process.stderr.write = original;
+  };
+  host.teardown(restore);
+  return { chunks: () => [...chunks], lines: () => chunks.join('').split('\n').filter((l) => l !== ''), restore };
+}

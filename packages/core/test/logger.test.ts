@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createLogger, defaultLogger, noopLogger, safeJsonStringify, errorText, formatKlogHeader, type LoggerOptions } from '../src/index.js';
-import { FakeClock, RecordingLogger, type LogEntry } from '../src/testing.js';
+import { captureStderr, FakeClock, RecordingLogger, type LogEntry } from '../src/testing.js';
 
 // 2026-11-23T08:00:00.123456Z, with sub-millisecond precision as the logger may receive it
 const WHEN = Date.parse('2026-11-23T08:00:00.123Z') + 0.456;
@@ -132,17 +132,13 @@ t.test('safeJsonStringify', async (t) => {
 });
 
 t.test('default sink writes to stderr', async (t) => {
-  const written: string[] = [];
-  const original = process.stderr.write;
-  process.stderr.write = ((chunk: string) => {
-    written.push(chunk);
-    return true;
-  }) as typeof process.stderr.write;
+  const stderr = captureStderr(t);
   try {
     createLogger({ clock: new FakeClock(WHEN) }).info('to stderr');
   } finally {
-    process.stderr.write = original;
+    stderr.restore();
   }
+  const written = stderr.chunks();
   t.same(written, [`I1123 08:00:00.123456 ${PID}] "to stderr"\n`]);
 });
 
@@ -193,20 +189,16 @@ t.test('minSeverity', async (t) => {
 });
 
 t.test('defaultLogger writes warnings and errors to stderr in klog text format, not info', async (t) => {
-  const written: string[] = [];
-  const original = process.stderr.write;
-  process.stderr.write = ((chunk: string) => {
-    written.push(chunk);
-    return true;
-  }) as typeof process.stderr.write;
+  const stderr = captureStderr(t);
   try {
     defaultLogger.info('info is quiet');
     defaultLogger.v(0).info('so is v(0)');
     defaultLogger.with({ source: 'file' }).warn('Path does not exist', { path: '/nowhere' });
     defaultLogger.error('Could not process manifest file', new Error('no name'), { path: '/m/bad.yaml' });
   } finally {
-    process.stderr.write = original;
+    stderr.restore();
   }
+  const written = stderr.chunks();
   t.notOk(defaultLogger.v(0).enabled);
   t.equal(written.length, 2);
   t.match(written[0], new RegExp(`^W\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} ${PID}\\] "Path does not exist" source="file" path="/nowhere"\\n$`));

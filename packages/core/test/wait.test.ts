@@ -1,6 +1,6 @@
 import t from 'tap';
 import { until, jitterUntil, nonSlidingUntil, jitter, pollUntil, WaitTimeoutError, forEachLimit } from '../src/index.js';
-import { FakeClock, RecordingLogger } from '../src/testing.js';
+import { captureStderr, FakeClock, RecordingLogger } from '../src/testing.js';
 
 t.test('jitter', async (t) => {
   t.equal(jitter(1000, 0.5, () => 0), 1000);
@@ -144,12 +144,7 @@ t.test('errors in fn are logged and the loop continues', async (t) => {
 t.test('a synchronous throw is caught too, and logged to stderr without a logger', async (t) => {
   const clock = new FakeClock(0);
   const controller = new AbortController();
-  const written: string[] = [];
-  const original = process.stderr.write;
-  process.stderr.write = ((chunk: string) => {
-    written.push(chunk);
-    return true;
-  }) as typeof process.stderr.write;
+  const stderr = captureStderr(t);
   let runs = 0;
   try {
     const loop = until(
@@ -165,8 +160,9 @@ t.test('a synchronous throw is caught too, and logged to stderr without a logger
     controller.abort();
     await loop;
   } finally {
-    process.stderr.write = original;
+    stderr.restore();
   }
+  const written = stderr.chunks();
   t.equal(runs, 2);
   t.equal(written.length, 2);
   t.match(written[0], /^E\d{4} .* wait\] "Observed an error in a loop; continuing" err="sync failure"\n$/);

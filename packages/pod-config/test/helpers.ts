@@ -46,23 +46,4 @@ export async function waitFor(cond: () => boolean, timeoutMs = 5000, what = 'con
   }
 }
 
-/**
- * Captures what is written to process.stderr (where core's defaultLogger writes) until restore().
- * Everything written meanwhile is captured instead of shown; teardown restores stderr if the test did not.
- */
-export function captureStderr(t: TeardownHost): { lines: () => string[]; restore: () => void } {
-  const chunks: string[] = [];
-  const original = process.stderr.write.bind(process.stderr);
-  let restored = false;
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
-    return true;
-  }) as typeof process.stderr.write;
-  const restore = (): void => {
-    if (restored) return;
-    restored = true;
-    process.stderr.write = original;
-  };
-  t.teardown(restore);
-  return { lines: () => chunks.join('').split('\n').filter((l) => l !== ''), restore };
-}
+export { captureStderr } from '@kubelet-ts/core/testing';
