@@ -4,7 +4,7 @@ export { RemoteRuntimeService } from './remote-runtime.js';
 export { RemoteImageService, type RemoteImageServiceOptions } from './remote-image.js';
 export { DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS, MAX_CRI_MESSAGE_BYTES, type RemoteClientOptions } from './grpc-caller.js';
 export { grpcTarget } from './endpoint.js';
-export { loadCriPackage, criProtoPath, criProtoLoaderOptions, CRI_API_VERSION, type CriGrpcPackage } from './proto.js';
+export { loadCriPackage, grpcJs, criProtoPath, criProtoLoaderOptions, CRI_API_VERSION, type CriGrpcPackage } from './proto.js';
 export {
   CriError,
   NotFoundError,

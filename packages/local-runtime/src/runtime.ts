@@ -4,9 +4,8 @@ import { appendFile, mkdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { hostname as osHostname } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { createRequire } from 'node:module';
 import type * as grpc from '@grpc/grpc-js';
-import { CRI_API_VERSION, grpcStatusFor, loadCriPackage, type runtimeapi as api } from '@kubelet-ts/cri-client';
+import { CRI_API_VERSION, grpcJs, grpcStatusFor, loadCriPackage, type runtimeapi as api } from '@kubelet-ts/cri-client';
 import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { RuntimeError, failedPrecondition, invalidArgument, notFound } from './errors.js';
 import { ImageStore } from './images.js';
@@ -228,16 +227,15 @@ export class LocalRuntime {
     if (this.persist) this.loadState();
 
     const pkg = loadCriPackage();
-    // grpc-js is loaded when a runtime starts, not with the package (a user of its types or helpers never pays for it).
-    const grpcJs = createRequire(import.meta.url)('@grpc/grpc-js') as typeof grpc;
-    const server = new grpcJs.Server({
+    // grpc-js (cri-client's) is loaded when a runtime starts, not with the package.
+    const server = new (grpcJs().Server)({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     });
     server.addService(pkg.RuntimeService.service, this.runtimeHandlers());
     server.addService(pkg.ImageService.service, this.imageHandlers());
     await new Promise<void>((resolvePromise, reject) => {
-      server.bindAsync(this.endpoint, grpcJs.ServerCredentials.createInsecure(), (error) => {
+      server.bindAsync(this.endpoint, grpcJs().ServerCredentials.createInsecure(), (error) => {
         if (error) reject(new Error(`local runtime cannot listen on ${this.endpoint}: ${error.message}`));
         else resolvePromise();
       });
