@@ -1,6 +1,6 @@
 // gRPC health probes (Go: pkg/probe/grpc): grpc.health.v1.Health/Check over @grpc/grpc-js.
+import { createRequire } from 'node:module';
 import type * as grpc from '@grpc/grpc-js';
-import { grpcJs } from '@kubelet-ts/cri-client';
 import { DEFAULT_PROBE_USER_AGENT, joinHostPort, type ProbeResponse } from './probe.js';
 import { errorText, formatDuration } from '@kubelet-ts/core';
 
@@ -109,8 +109,14 @@ export const healthCheckService = {
   },
 } satisfies grpc.ServiceDefinition;
 
-// grpc-js (cri-client's loader) is loaded by the first gRPC probe, not with the package (most pods have none).
+// grpc-js is loaded by the first gRPC probe, not with the package (most pods have none). The prober has its own
+// loader rather than cri-client's: a probe library user should not have to install the CRI client.
+let grpcModule: typeof grpc | undefined;
 let healthClient: grpc.ServiceClientConstructor | undefined;
+function grpcJs(): typeof grpc {
+  grpcModule ??= createRequire(import.meta.url)('@grpc/grpc-js') as typeof grpc;
+  return grpcModule;
+}
 
 interface HealthClientShape extends grpc.Client {
   Check(req: { service: string }, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: { status: number }) => void): grpc.ClientUnaryCall;
