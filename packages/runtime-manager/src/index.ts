@@ -111,3 +111,14 @@ export {
   isInitContainerFailed,
 } from './helpers.js';
 export { nodeFs, type RuntimeFs } from './fs.js';
+export {
+  RuntimeClassManager,
+  RuntimeClassNotFoundError,
+  RuntimeClassUnavailableError,
+  RUNTIME_CLASS_GROUP_RESOURCE,
+  createRuntimeClassListerWatcher,
+  standaloneRuntimeHandler,
+  type RuntimeClass,
+  type RuntimeClassManagerOptions,
+  type RuntimeHandlerResolver,
+} from './runtime-class.js';

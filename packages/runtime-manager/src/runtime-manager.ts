@@ -101,8 +101,13 @@ export interface GenericRuntimeManagerOptions {
   logger?: Logger;
   /** Root of the pod log directories (Go --pod-logs-dir). Default /var/log/pods. */
   podLogsRootDirectory?: string;
-  /** The CRI runtime handler for a pod (Go: RuntimeClass lookup); a string applies to every pod. */
-  runtimeHandler?: string | ((pod: V1Pod) => string);
+  /**
+   * The CRI runtime handler for a pod's RunPodSandbox (Go: runtimeClassManager.LookupRuntimeHandler); a string
+   * applies to every pod. Wire RuntimeClassManager.runtimeHandlerFor (or standaloneRuntimeHandler without an API
+   * server). A throw or rejection fails the pod's sandbox creation (CreatePodSandboxError, retried on the next sync).
+   * Default: '' (the runtime's default handler) for every pod.
+   */
+  runtimeHandler?: string | ((pod: V1Pod) => string | Promise<string>);
   /** Liveness probe results by container id (`type://id`); the prober provides it. */
   livenessResults?: ProbeResultLookup;
   /** Startup probe results by container id (`type://id`). */
@@ -532,9 +537,10 @@ export class GenericRuntimeManager implements ContainerRuntime {
     });
   }
 
-  private runtimeHandlerFor(pod: V1Pod): string {
+  /** The pod's runtime handler; a lookup that throws rejects. */
+  private async runtimeHandlerFor(pod: V1Pod): Promise<string> {
     const handler = this.opts.runtimeHandler;
-    return typeof handler === 'function' ? handler(pod) : (handler ?? '');
+    return typeof handler === 'function' ? await handler(pod) : (handler ?? '');
   }
 
   private event(pod: V1Pod, type: EventType, reason: string, message: string, container?: V1Container, containerId?: string): void {
@@ -729,8 +735,15 @@ export class GenericRuntimeManager implements ContainerRuntime {
     } catch (error) {
       return { error, message: `Failed to create log directory for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
     }
+    let runtimeHandler: string;
     try {
-      const id = await this.runtimeService.runPodSandbox(config, this.runtimeHandlerFor(pod), { signal });
+      runtimeHandler = await this.runtimeHandlerFor(pod);
+    } catch (error) {
+      return { error, message: `Failed to create sandbox for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
+    }
+    if (runtimeHandler !== '') this.logger.v(2).info('Running pod with runtime handler', { pod: podRef(pod), runtimeHandler });
+    try {
+      const id = await this.runtimeService.runPodSandbox(config, runtimeHandler, { signal });
       return { id };
     } catch (error) {
       return { error, message: `Failed to create sandbox for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
@@ -770,7 +783,10 @@ export class GenericRuntimeManager implements ContainerRuntime {
   ): Promise<StartFailure | undefined> {
     const container = spec.container;
     const runtimeName = await this.runtimeName();
-    const image = await this.imageManager.ensureImageExists(pod, container, pullSecrets, sandboxConfig, this.runtimeHandlerFor(pod), { signal });
+    // The image's runtime handler (ImageSpec.runtime_handler): the sandbox's; a lookup failing now (its RuntimeClass
+    // deleted since) pulls for the default handler, as Go v1.20 pulls with none.
+    const imageRuntimeHandler = await this.runtimeHandlerFor(pod).catch(() => '');
+    const image = await this.imageManager.ensureImageExists(pod, container, pullSecrets, sandboxConfig, imageRuntimeHandler, { signal });
     if (!image.ok) {
       this.event(pod, 'Warning', KubeletEventReason.FailedToCreateContainer, `Error: ${image.reason}`, container);
       return { reason: image.reason, message: image.message };
