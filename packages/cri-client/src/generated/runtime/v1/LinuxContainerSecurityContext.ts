@@ -17,6 +17,7 @@ export interface LinuxContainerSecurityContext {
   'runAsUsername'?: (string);
   'readonlyRootfs'?: (boolean);
   'supplementalGroups'?: (number | string | Long)[];
+  'apparmorProfile'?: (string);
   'noNewPrivs'?: (boolean);
   'runAsGroup'?: (_runtime_v1_Int64Value | null);
   'maskedPaths'?: (string)[];
@@ -35,6 +36,7 @@ export interface LinuxContainerSecurityContext__Output {
   'runAsUsername': (string);
   'readonlyRootfs': (boolean);
   'supplementalGroups': (number)[];
+  'apparmorProfile': (string);
   'noNewPrivs': (boolean);
   'runAsGroup': (_runtime_v1_Int64Value__Output | null);
   'maskedPaths': (string)[];
