@@ -28,6 +28,7 @@ import { podHostnameAndDomain, podSandboxHostname } from './hosts.js';
 import { newPodAnnotations, newPodLabels } from './labels.js';
 import { ipcNamespaceForPod, networkNamespaceForPod, pidNamespaceForPod } from './pod-actions.js';
 import { SERVICES_NOT_SYNCED_MESSAGE, serviceEnvVarMap, type ServiceSource } from './service-env.js';
+import { appArmorProfileFor, criAppArmorProfile } from './security-context.js';
 
 /** Where configMapKeyRef/secretKeyRef/envFrom values come from; the kubelet app wires the API. */
 export interface ConfigMapAndSecretSource {
@@ -114,7 +115,12 @@ function namespaceOptions(pod: V1Pod): runtimeapi.NamespaceOptionInit {
   return { network: networkNamespaceForPod(pod), pid: pidNamespaceForPod(pod), ipc: ipcNamespaceForPod(pod) };
 }
 
-/** The container's effective security context as CRI wants it (Go: determineEffectiveSecurityContext + convert). */
+/**
+ * The container's effective security context as CRI wants it (Go: determineEffectiveSecurityContext +
+ * convert), with its AppArmor profile (field, annotation, then the pod's field) as the `apparmor`
+ * SecurityProfile and the deprecated `apparmorProfile` string. The image's user is added by the
+ * runtime manager (applyImageUser). Throws for a Localhost AppArmor profile without a name.
+ */
 export function containerSecurityContext(pod: V1Pod, container: V1Container): runtimeapi.LinuxContainerSecurityContextInit {
   const podSc = pod.spec?.securityContext ?? {};
   const sc: V1SecurityContext = container.securityContext ?? {};
@@ -138,6 +144,8 @@ export function containerSecurityContext(pod: V1Pod, container: V1Container): ru
     result.capabilities = { addCapabilities: [...(sc.capabilities.add ?? [])], dropCapabilities: [...(sc.capabilities.drop ?? [])] };
   }
   if (sc.allowPrivilegeEscalation === false) result.noNewPrivs = true;
+  const appArmor = appArmorProfileFor(pod, container);
+  if (appArmor) Object.assign(result, criAppArmorProfile(appArmor));
   if (!privileged) {
     const unmasked = sc.procMount === 'Unmasked';
     result.maskedPaths = unmasked ? [] : [...defaultMaskedPaths];
@@ -212,6 +220,7 @@ export function generatePodSandboxConfig(pod: V1Pod, attempt: number, opts: Sand
     privileged: allContainers(pod).some((c) => c.securityContext?.privileged === true),
     seccomp: seccompProfile(podSc.seccompProfile),
   };
+  if (podSc.appArmorProfile) securityContext.apparmor = criAppArmorProfile(podSc.appArmorProfile).apparmor;
   if (podSc.runAsUser !== undefined && podSc.runAsUser !== null) securityContext.runAsUser = { value: podSc.runAsUser };
   if (podSc.runAsGroup !== undefined && podSc.runAsGroup !== null) securityContext.runAsGroup = { value: podSc.runAsGroup };
   const groups = [...(podSc.supplementalGroups ?? [])];

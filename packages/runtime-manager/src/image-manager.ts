@@ -20,7 +20,15 @@ import { grpcErrorText } from './helpers.js';
 export const imagePullBackoff = (clock?: Clock): Backoff => new Backoff({ initialMs: 10_000, maxMs: 300_000, clock });
 
 export type EnsureImageResult =
-  | { ok: true; imageRef: string }
+  | {
+      ok: true;
+      imageRef: string;
+      /**
+       * The runtime's ImageStatus of the image when it was read on the way (null: the runtime reported
+       * none), for its user; undefined when it was not read.
+       */
+      image?: runtimeapi.Image | null;
+    }
   | { ok: false; reason: 'ErrImagePull' | 'ImagePullBackOff' | 'ErrImageNeverPull' | 'InvalidImageName' | 'ImageInspectError'; message: string };
 
 export interface ImageManagerOptions {
@@ -156,8 +164,10 @@ export class ImageManager {
     const spec: runtimeapi.ImageSpecInit = { image, annotations, runtimeHandler, userSpecifiedImage: imgRef };
 
     let imageRef: string;
+    let status: runtimeapi.Image | null;
     try {
-      imageRef = await this.getImageRef(spec, signal);
+      status = (await this.opts.imageService.imageStatus(spec, false, { signal })).image ?? null;
+      imageRef = status?.id ?? '';
     } catch (err) {
       if (signal?.aborted) throw abortReason(signal);
       const message = `Failed to inspect image ${JSON.stringify(image)}: ${grpcErrorText(err)}`;
@@ -170,7 +180,7 @@ export class ImageManager {
     if (!shouldPullImage(policy, present)) {
       if (present) {
         event('Normal', KubeletEventReason.PulledImage, `Container image ${JSON.stringify(imgRef)} already present on machine`);
-        return { ok: true, imageRef };
+        return { ok: true, imageRef, image: status };
       }
       const message = `Container image ${JSON.stringify(imgRef)} is not present with pull policy of Never`;
       event('Warning', KubeletEventReason.ErrImageNeverPullPolicy, message);
@@ -214,10 +224,12 @@ export class ImageManager {
       return { ok: false, reason: 'ErrImagePull', message: grpcErrorText(err) };
     }
     let size = 0;
+    let pulledImage: runtimeapi.Image | null | undefined;
     try {
-      size = Number((await this.opts.imageService.imageStatus({ image: pulled.ref }, false, { signal })).image?.size ?? 0);
+      pulledImage = (await this.opts.imageService.imageStatus({ image: pulled.ref }, false, { signal })).image ?? null;
+      size = Number(pulledImage?.size ?? 0);
     } catch {
-      // the size is only for the event message
+      // the size is only for the event message; the runtime manager asks again for the image's user
     }
     const total = this.clock.now() - queuedAt;
     event(
@@ -226,7 +238,7 @@ export class ImageManager {
       `Successfully pulled image ${JSON.stringify(imgRef)} in ${formatDuration(Math.round(pulled.pullMs))} (${formatDuration(Math.round(total))} including waiting). Image size: ${size} bytes.`,
     );
     this.backoff.gc();
-    return { ok: true, imageRef: pulled.ref };
+    return { ok: true, imageRef: pulled.ref, image: pulledImage };
   }
 
   /**

@@ -100,6 +100,21 @@ export {
   SERVICES_NOT_SYNCED_MESSAGE,
   type ServiceSource,
 } from './service-env.js';
+export {
+  verifyRunAsNonRoot,
+  imageUser,
+  applyImageUser,
+  appArmorProfileFor,
+  appArmorProfileFromAnnotation,
+  criAppArmorProfile,
+  MAX_USER_ID,
+  APPARMOR_CONTAINER_ANNOTATION_PREFIX,
+  APPARMOR_PROFILE_RUNTIME_DEFAULT,
+  APPARMOR_PROFILE_UNCONFINED,
+  APPARMOR_PROFILE_LOCALHOST_PREFIX,
+  type ImageUser,
+  type CriAppArmorProfile,
+} from './security-context.js';
 export { hashContainer, fnv32a } from './hash.js';
 export * from './labels.js';
 export {

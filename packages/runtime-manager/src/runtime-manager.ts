@@ -49,6 +49,7 @@ import {
 } from './container-config.js';
 import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, expandAll, KUBERNETES_POD_UID_LABEL } from '@kubelet-ts/core';
 import { nodeFs, type RuntimeFs } from './fs.js';
+import { applyImageUser, imageUser, verifyRunAsNonRoot, type ImageUser } from './security-context.js';
 import { makeHostsMount, podHostnameAndDomain, shouldMountHostsFile } from './hosts.js';
 import type { ServiceSource } from './service-env.js';
 import { hashContainer } from './hash.js';
@@ -801,7 +802,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
 
     let config: runtimeapi.ContainerConfigInit;
     try {
-      config = await this.generateContainerConfig(container, pod, restartCount, podIP, podIPs, image.imageRef, spec, podStatus);
+      config = await this.generateContainerConfig(container, pod, restartCount, podIP, podIPs, image, spec, podStatus);
     } catch (err) {
       throwIfAborted(signal);
       const message = errorMessage(err);
@@ -860,7 +861,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     restartCount: number,
     podIP: string,
     podIPs: string[],
-    imageRef: string,
+    image: { imageRef: string; image?: runtimeapi.Image | null },
     spec: StartSpec,
     podStatus: PodStatus,
   ): Promise<runtimeapi.ContainerConfigInit> {
@@ -900,7 +901,12 @@ export class GenericRuntimeManager implements ContainerRuntime {
     const terminationMount = await this.makeTerminationMessageMount(pod, container);
     if (terminationMount) mounts.push(terminationMount);
 
+    // Go: getImageUser + verifyRunAsNonRoot, then the image's user goes to the runtime.
+    const user = await this.imageUserOf(container, image.image);
+    const nonRootError = verifyRunAsNonRoot(pod, container, user);
+    if (nonRootError !== undefined) throw new ContainerConfigError(nonRootError);
     const securityContext = containerSecurityContext(pod, container);
+    applyImageUser(securityContext, user);
     if (spec.targetContainerName) {
       // An ephemeral container targeting another shares its process namespace.
       const target = findContainerStatusByName(podStatus, spec.targetContainerName);
@@ -909,7 +915,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     }
     return {
       metadata: { name: container.name, attempt: restartCount },
-      image: { image: imageRef, userSpecifiedImage: container.image ?? '' },
+      image: { image: image.imageRef, userSpecifiedImage: container.image ?? '' },
       command: expandAll(container.command, env),
       args: expandAll(container.args, env),
       workingDir: container.workingDir ?? '',
@@ -927,6 +933,16 @@ export class GenericRuntimeManager implements ContainerRuntime {
         : {}),
       linux: { resources: linuxContainerResources(pod, container, this.node), securityContext },
     };
+  }
+
+  /** The image's user from its ImageStatus, read again when the image manager did not (Go: getImageUser). */
+  private async imageUserOf(container: V1Container, known: runtimeapi.Image | null | undefined): Promise<ImageUser> {
+    if (known !== undefined) return imageUser(known);
+    try {
+      return imageUser((await this.opts.imageService.imageStatus({ image: container.image ?? '' })).image);
+    } catch (err) {
+      throw new ContainerConfigError(`failed to get the user of image ${JSON.stringify(container.image ?? '')}: ${errorMessage(err)}`);
+    }
   }
 
   /**
