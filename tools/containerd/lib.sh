@@ -20,6 +20,7 @@ kts_init_paths() {
   DATA_ROOT="$ROOT/root"
   STATE="$ROOT/state"
   RUNC_ROOT="$STATE/runc"          # runc --root is $RUNC_ROOT/<namespace>
+  CRUN_ROOT="$STATE/crun"          # crun --root is $CRUN_ROOT/<namespace> (the `crun` runtime handler)
   CNI_CONF_DIR="$ROOT/cni/net.d"
   CNI_BIN_DIR=${KUBELET_TS_CNI_BIN_DIR:-/usr/lib/cni}
   CNI_IPAM_DIR="$ROOT/cni/ipam"

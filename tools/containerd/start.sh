@@ -16,8 +16,8 @@ T0=$(date +%s%N)
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 
 # ---- packages --------------------------------------------------------------------------
-kts_ensure_packages containerd runc containernetworking-plugins busybox-static gcc libc6-dev iptables iproute2 tar gzip
-for b in containerd ctr runc; do
+kts_ensure_packages containerd runc crun containernetworking-plugins busybox-static gcc libc6-dev iptables iproute2 tar gzip
+for b in containerd ctr runc crun; do
   command -v "$b" >/dev/null 2>&1 || kts_die "'$b' not found on PATH after installing packages"
 done
 for p in bridge host-local portmap loopback; do
@@ -70,6 +70,32 @@ EDITS
   ' "$CONF.default" > "$CONF.tmp"; then
     kts_die "could not rewrite 'containerd config default' (unexpected containerd version?)"
   fi
+  # A second CRI runtime handler, `crun` (a RuntimeClass with handler: crun selects it): the same runc v2 shim
+  # driving Debian's crun, with its own state root ($CRUN_ROOT/<namespace>) under ROOT.
+  # crun (1.8) refuses a hybrid cgroup host whose cgroup2 mount has controllers ("cgroups in hybrid mode not
+  # supported, drop all controllers from cgroupv2"), as this machine kind has (v1 hierarchies, hugetlb on the
+  # unified mount). There it runs through a wrapper, in a private mount namespace without the cgroup2 mount, so
+  # it drives the v1 hierarchies as runc does; the host's mounts are untouched.
+  local crun_bin; crun_bin=$(command -v crun)
+  if [ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ] && [ -n "$(tr -d '[:space:]' < /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ]; then
+    mkdir -p "$ROOT/bin"
+    cat > "$ROOT/bin/crun" <<WRAPPER
+#!/bin/sh
+# crun without the hybrid cgroup2 mount (written by tools/containerd/start.sh)
+exec unshare --mount --propagation private sh -c 'umount -l /sys/fs/cgroup/unified 2>/dev/null; exec $crun_bin "\$@"' crun "\$@"
+WRAPPER
+    chmod 0755 "$ROOT/bin/crun"
+    crun_bin="$ROOT/bin/crun"
+  fi
+  cat >> "$CONF.tmp" <<CRUN
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.crun.options]
+    BinaryName = "$crun_bin"
+    Root = "$CRUN_ROOT"
+    SystemdCgroup = false
+CRUN
   mv -f "$CONF.tmp" "$CONF"
   rm -f "$CONF.default"
 

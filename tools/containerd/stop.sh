@@ -43,6 +43,17 @@ for rr in "${runc_roots[@]+"${runc_roots[@]}"}"; do
   [ -n "$ids" ] && kts_log "removed $(echo "$ids" | wc -w) runc container(s) from $rr"
 done
 
+# 2b. crun containers (the `crun` runtime handler): same table, under our crun root.
+if command -v crun >/dev/null 2>&1; then
+  for cr in "$CRUN_ROOT"/*; do
+    [ -d "$cr" ] || continue
+    ids=$(crun --root "$cr" list 2>/dev/null | awk -v root="$ROOT/" 'NR > 1 && index($4, root) == 1 { print $1 }') || true
+    for id in $ids; do crun --root "$cr" kill "$id" KILL >/dev/null 2>&1 || true; done
+    for id in $ids; do crun --root "$cr" delete --force "$id" >/dev/null 2>&1 || kts_log "warning: crun delete $id failed"; done
+    [ -n "$ids" ] && kts_log "removed $(echo "$ids" | wc -w) crun container(s) from $cr"
+  done
+fi
+
 # 3. shims bound to our containerd socket
 shim_pids=()
 for pid in $(pids_all); do
