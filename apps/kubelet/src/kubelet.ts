@@ -37,7 +37,7 @@ import { RuntimeState } from './runtime-state.js';
 import type { KubeletMetrics } from '@kubelet-ts/server';
 import { podFirstSeenTime, recordStartedPodsAndContainers } from './metrics.js';
 import { cleanupOrphanedPodCgroups, type CgroupName, type PodCgroupManager } from '@kubelet-ts/container-manager';
-import { ActiveDeadlineHandler, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPodAsync, rejectPod, type AsyncPodAdmitHandler, type PodAdmitHandler } from './lifecycle/index.js';
+import { ActiveDeadlineHandler, AppArmorAdmitHandler, AppArmorValidator, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPodAsync, rejectPod, type AsyncPodAdmitHandler, type PodAdmitHandler } from './lifecycle/index.js';
 import type { DeviceManagerLike } from '@kubelet-ts/device-manager';
 
 /** Where the kubelet's desired pods come from: pod-config's merged stream. */
@@ -93,6 +93,8 @@ export interface KubeletOptions {
   getPullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
   /** --allowed-unsafe-sysctls. */
   allowedUnsafeSysctls?: string[];
+  /** Whether the host can enforce the AppArmor profiles pods ask for (Go: apparmor.NewValidator). Default: the real host. */
+  appArmorValidator?: AppArmorValidator;
   /** Called whenever a pod's reported status changes. */
   onPodStatus?: (pod: V1Pod, status: V1PodStatus) => void;
   /**
@@ -269,7 +271,7 @@ export class Kubelet implements PodSyncer {
     this.containerGC = options.createContainerGC?.(this.podWorkers);
     this.probeManager = options.createProbeManager?.((uid) => this.statuses.get(uid));
     // Go's order: the eviction manager's handler, sysctls, then the scheduler's predicates.
-    this.admitHandlers = [new SysctlAllowlistAdmitHandler({ allowedUnsafeSysctls: options.allowedUnsafeSysctls })];
+    this.admitHandlers = [new SysctlAllowlistAdmitHandler({ allowedUnsafeSysctls: options.allowedUnsafeSysctls }), new AppArmorAdmitHandler(options.appArmorValidator ?? new AppArmorValidator())];
     if (options.evictionManager) this.admitHandlers.unshift(options.evictionManager);
     // Go: the container manager's resource allocation handler (devices) comes before the predicates.
     const deviceManager = options.deviceManager;

@@ -4,3 +4,4 @@ export * from './node-info.js';
 export * from './node-selection.js';
 export * from './sysctl.js';
 export * from './active-deadline.js';
+export * from './apparmor.js';
