@@ -12,7 +12,7 @@ import type { LogManager } from '@kubelet-ts/container-logs';
 import { startKubeletServers, type RunningServers } from './kubelet-server.js';
 import type { NodeHostIPs } from './host-ips.js';
 import type { ServiceLister } from './service-lister.js';
-import type { DnsConfigurer } from '@kubelet-ts/runtime-manager';
+import type { DnsConfigurer, RuntimeClassManager } from '@kubelet-ts/runtime-manager';
 import type { ConfigMapManager, SecretManager, TokenManager } from '@kubelet-ts/volume-manager';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { runOnce, type RunPodResult } from './run-once.js';
@@ -107,6 +107,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
         c.resolve<NodeLeaseController | undefined>(Tokens.NodeLease),
         c.resolve<KubeletStatusManager | undefined>(Tokens.StatusManager),
         c.resolve<ServiceLister | undefined>(Tokens.ServiceLister),
+        c.resolve<RuntimeClassManager | undefined>(Tokens.RuntimeClassManager),
         c.resolve<TokenManager | undefined>(Tokens.TokenManager),
         c.resolve<CertificateManager | undefined>(Tokens.ClientCertificateManager),
         c.resolve<CertificateManager | undefined>(Tokens.ServerCertificateManager),

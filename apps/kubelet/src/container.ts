@@ -6,7 +6,7 @@ import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
 import { PodWorkers, type PodSyncer } from '@kubelet-ts/pod-workers';
 import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-config';
-import { DnsConfigurer, GenericRuntimeManager } from '@kubelet-ts/runtime-manager';
+import { DnsConfigurer, GenericRuntimeManager, RuntimeClassManager, standaloneRuntimeHandler } from '@kubelet-ts/runtime-manager';
 import { CriImageFsStatsProvider, RealImageGCManager, type ImageGCManager } from '@kubelet-ts/image-gc';
 import { ContainerGC } from '@kubelet-ts/container-gc';
 import { ProbeManager } from '@kubelet-ts/prober';
@@ -89,6 +89,7 @@ export const Tokens = {
   NodeAnyWay: Symbol.for('kubelet-ts.NodeAnyWay'),
   DnsConfigurer: Symbol.for('kubelet-ts.DnsConfigurer'),
   ServiceLister: Symbol.for('kubelet-ts.ServiceLister'),
+  RuntimeClassManager: Symbol.for('kubelet-ts.RuntimeClassManager'),
   Mounter: Symbol.for('kubelet-ts.Mounter'),
   ConfigMapManager: Symbol.for('kubelet-ts.ConfigMapManager'),
   SecretManager: Symbol.for('kubelet-ts.SecretManager'),
@@ -332,6 +333,15 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return new ServiceLister({ kubeConfig, clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'service-lister' }) });
     }),
   );
+  // API server mode: the RuntimeClass cache for pods' runtimeClassName (Go: runtimeclass.NewManager when there is a kubeClient).
+  c.register<RuntimeClassManager | undefined>(
+    Tokens.RuntimeClassManager,
+    singleton((c) => {
+      const kubeConfig = c.resolve<KubeConfig | undefined>(Tokens.KubeConfig);
+      if (!kubeConfig) return undefined;
+      return new RuntimeClassManager({ kubeConfig, clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'runtimeclass' }) });
+    }),
+  );
   c.register<LocalRuntime | undefined>(
     Tokens.LocalRuntime,
     singleton((c) => {
@@ -369,6 +379,9 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           dnsConfigFor: (pod) => c.resolve<DnsConfigurer>(Tokens.DnsConfigurer).getPodDNS(pod),
           clusterDomain: config.clusterDomain,
           services: c.resolve<ServiceLister | undefined>(Tokens.ServiceLister),
+          // Go: the RuntimeClass manager's handler for RunPodSandbox. Standalone there is none to ask: a pod naming a
+          // class fails rather than run on another handler than it asked for.
+          runtimeHandler: c.resolve<RuntimeClassManager | undefined>(Tokens.RuntimeClassManager)?.runtimeHandlerFor ?? standaloneRuntimeHandler,
           configMapsAndSecrets: configMapAndSecretSource(c.resolve(Tokens.ConfigMapManager), c.resolve(Tokens.SecretManager)),
           // Resolved per container: the volume manager belongs to the kubelet, built after the runtime manager.
           mountsFor: (pod, container, env) => criMountsFor(c.resolve<Kubelet>(Tokens.Kubelet).volumeManager, pod, container, env),
