@@ -7,6 +7,7 @@ import type { LocalRuntime } from '@kubelet-ts/local-runtime';
 import type { PodSourceConfig } from '@kubelet-ts/pod-config';
 import type { KubeletConfig } from './config.js';
 import { Tokens, runtimeEndpoint } from './container.js';
+import { EMBEDDED_RUNTIME_TAINT, LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { HealthzServer, type HealthzCheck, type KubeletMetrics } from '@kubelet-ts/server';
 import type { LogManager } from '@kubelet-ts/container-logs';
 import { startKubeletServers, type RunningServers } from './kubelet-server.js';
@@ -80,6 +81,8 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     staticPodPath: config.staticPodPath ?? '',
     staticPodURL: config.staticPodURL ?? '',
   });
+  // What resolving the configuration found (unknown config fields, feature gates kubelet-ts does not implement).
+  for (const warning of config.warnings ?? []) logger.warn(warning.msg, warning.kv);
   await applyOomScoreAdj(config.oomScoreAdj, logger);
   await mkdir(config.rootDir, { recursive: true });
   await mkdir(config.podLogsDir, { recursive: true });
@@ -116,6 +119,15 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
       );
   for (const part of apiServerParts) part.start();
   recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
+  if (local && config.kubeconfig) {
+    // The node joins a cluster but isolates nothing: say so where an operator looks (the log and the node's events).
+    const message =
+      `The node runs its pods on the embedded local runtime (--container-runtime-endpoint=${LOCAL_RUNTIME_ENDPOINT}): containers are host processes ` +
+      `without isolation, images are not applied and limits are not enforced. The node is registered with the taint ${EMBEDDED_RUNTIME_TAINT}; ` +
+      `a node registered before keeps its taints: add it with kubectl taint nodes ${config.nodeName} ${EMBEDDED_RUNTIME_TAINT}`;
+    logger.warn(message);
+    recorder.event(nodeReference(config.nodeName), 'Warning', 'EmbeddedRuntime', message);
+  }
 
   const healthChecks: HealthzCheck[] = [
     { name: 'ping', check: () => undefined },

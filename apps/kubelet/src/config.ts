@@ -6,7 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, parseDuration, Quantity } from '@kubelet-ts/core';
 import { validateImageGCPolicy } from '@kubelet-ts/image-gc';
 import { validateShutdownGracePeriods } from '@kubelet-ts/node-shutdown';
-import { KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
+import { DEFAULT_REMOTE_RUNTIME_ENDPOINT, KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
 
 /** The kubelet's resolved configuration: the config file, then flags over it, then defaults. */
 export interface KubeletConfig {
@@ -369,7 +369,9 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
   const file = flags.config ? loadConfigFile(resolve(cwd, flags.config)) : {};
   const abs = (path: string | undefined) => (path === undefined || path === '' ? undefined : isAbsolute(path) ? path : resolve(cwd, path));
   const rootDir = abs(flags.rootDir) ?? '/var/lib/kubelet';
-  const endpoint = flags.containerRuntimeEndpoint ?? file.containerRuntimeEndpoint ?? LOCAL_RUNTIME_ENDPOINT;
+  // The embedded runtime isolates nothing: a node that joins a cluster uses it only when it is named.
+  const endpoint =
+    flags.containerRuntimeEndpoint ?? file.containerRuntimeEndpoint ?? (flags.kubeconfig !== undefined ? DEFAULT_REMOTE_RUNTIME_ENDPOINT : LOCAL_RUNTIME_ENDPOINT);
   const format = flags.loggingFormat ?? file.logging?.format ?? 'text';
   if (format !== 'text' && format !== 'json') throw new ConfigError(`logging.format: must be text or json, got ${JSON.stringify(format)}`);
   const config: KubeletConfig = {

@@ -44,7 +44,7 @@ import type { SummarySource } from '@kubelet-ts/stats';
 import { nodeCapacity } from './node-capacity.js';
 import { configMapAndSecretSource, criMountsFor, pullSecretsFor, referencesObject } from './volumes.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
-import { LOCAL_RUNTIME_ENDPOINT } from './flags.js';
+import { EMBEDDED_RUNTIME_TAINT, LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { registerServerDeps } from './kubelet-server.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
 import { instrumentImageService, instrumentRuntimeService, type KubeletMetrics } from '@kubelet-ts/server';
@@ -115,6 +115,23 @@ export const Tokens = {
   PodResourcesServer: Symbol.for('kubelet-ts.PodResourcesServer'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
+
+/** Whether this kubelet runs its pods on the embedded local runtime (as host processes, without isolation). */
+export function usesEmbeddedRuntime(config: KubeletConfig): boolean {
+  return config.containerRuntimeEndpoint === LOCAL_RUNTIME_ENDPOINT || config.imageServiceEndpoint === LOCAL_RUNTIME_ENDPOINT;
+}
+
+/**
+ * --register-with-taints, plus the embedded runtime's NoSchedule taint when the node runs its pods as host processes:
+ * only pods that tolerate it (and static pods) land on such a node, never whatever the scheduler or a DaemonSet sends.
+ */
+export function registrationTaints(config: KubeletConfig): string {
+  if (!usesEmbeddedRuntime(config)) return config.registerWithTaints;
+  const key = EMBEDDED_RUNTIME_TAINT.split('=')[0];
+  const taints = config.registerWithTaints.split(',').filter((t) => t.trim() !== '');
+  if (!taints.some((t) => t.trim().split(/[=:]/)[0] === key)) taints.push(EMBEDDED_RUNTIME_TAINT);
+  return taints.join(',');
+}
 
 /** The CRI endpoint the clients dial: the configured one, or the embedded runtime's socket. */
 export function runtimeEndpoint(config: KubeletConfig, endpoint = config.containerRuntimeEndpoint): string {
@@ -199,7 +216,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       recordEvent: recordEvents ? (event) => recorder.event(nodeReference(config.nodeName), event.type, event.reason, event.message) : undefined,
       registerNode: config.registerNode,
       nodeLabels: config.nodeLabels,
-      registerWithTaints: config.registerWithTaints,
+      registerWithTaints: registrationTaints(config),
       registerSchedulable: config.registerSchedulable,
       nodeIP: config.nodeIP,
       kubeletPort: config.port,
@@ -345,7 +362,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
   c.register<LocalRuntime | undefined>(
     Tokens.LocalRuntime,
     singleton((c) => {
-      if (config.containerRuntimeEndpoint !== LOCAL_RUNTIME_ENDPOINT && config.imageServiceEndpoint !== LOCAL_RUNTIME_ENDPOINT) return undefined;
+      if (!usesEmbeddedRuntime(config)) return undefined;
       const paths = localRuntimePaths(config);
       return new LocalRuntime({ ...paths, mode: 'process', clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'local-runtime' }) });
     }),

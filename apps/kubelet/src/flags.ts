@@ -119,6 +119,10 @@ export interface FlagSection {
 }
 
 export const LOCAL_RUNTIME_ENDPOINT = 'local';
+/** Go's default CRI endpoint (since 1.24): a node that joins a cluster never silently runs pods without isolation. */
+export const DEFAULT_REMOTE_RUNTIME_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+/** The taint a node on the embedded runtime registers with, so that only pods that tolerate host processes land there. */
+export const EMBEDDED_RUNTIME_TAINT = 'kubelet-ts.io/embedded-runtime=true:NoSchedule';
 
 /** The feature gates kubelet-ts knows, with their defaults (as in the Go kubelet). */
 export const KNOWN_FEATURE_GATES: Record<string, boolean> = {
@@ -167,8 +171,8 @@ export const FLAG_SECTIONS: readonly FlagSection[] = [
         'container-runtime-endpoint',
         'containerRuntimeEndpoint',
         'string',
-        `The endpoint of remote runtime service. Currently unix socket endpoint is supported on Linux. Examples: 'unix:///run/containerd/containerd.sock'. "${LOCAL_RUNTIME_ENDPOINT}" starts the embedded local runtime in the kubelet's process (state under --root-dir): its containers are host processes without isolation that stop with the kubelet.`,
-        { default: LOCAL_RUNTIME_ENDPOINT },
+        `The endpoint of remote runtime service. Currently unix socket endpoint is supported on Linux. Examples: 'unix:///run/containerd/containerd.sock'. "${LOCAL_RUNTIME_ENDPOINT}" starts the embedded local runtime in the kubelet's process (state under --root-dir): its containers are host processes without isolation that stop with the kubelet. Default: "${DEFAULT_REMOTE_RUNTIME_ENDPOINT}" with --kubeconfig (as the Go kubelet since 1.24), "${LOCAL_RUNTIME_ENDPOINT}" standalone. A node on the embedded runtime registers with the taint ${EMBEDDED_RUNTIME_TAINT}.`,
+        { default: `${DEFAULT_REMOTE_RUNTIME_ENDPOINT} (standalone: ${LOCAL_RUNTIME_ENDPOINT})` },
       ),
       flag(
         'image-service-endpoint',
@@ -742,8 +746,10 @@ named by the hostname or by --hostname-override; without --kubeconfig it runs st
 The kubelet works in terms of a PodSpec. A PodSpec is a YAML or JSON object that describes
 a pod. The kubelet takes a set of PodSpecs that are provided through various mechanisms and
 ensures that the containers described in those PodSpecs are running and healthy, through a
-CRI container runtime (--container-runtime-endpoint; the default, "local", is an embedded
-runtime whose containers are host processes without isolation). The kubelet doesn't manage
+CRI container runtime (--container-runtime-endpoint: containerd's socket by default with
+--kubeconfig; standalone, "local", an embedded runtime whose containers are host processes
+without isolation, which a registered node only uses when named, and then taints itself
+NoSchedule). The kubelet doesn't manage
 containers which were not created by Kubernetes.
 
 PodSpecs are provided to the kubelet in three ways:

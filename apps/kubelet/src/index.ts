@@ -1,8 +1,8 @@
 export { Kubelet, type KubeletOptions, type KubeletRuntime, type PodSource, type StatusManagerLike, type MirrorPods, type ContainerManagerLike, type EvictionManagerLike } from './kubelet.js';
-export { Tokens, registerKubeletDeps, runtimeEndpoint } from './container.js';
+export { Tokens, registerKubeletDeps, runtimeEndpoint, usesEmbeddedRuntime, registrationTaints } from './container.js';
 export { startKubelet, describePodStatus, type RunningKubelet } from './app.js';
 export { resolveConfig, loadConfigFile, parseManifestUrlHeaders, resolveNodeName, localRuntimePaths, ConfigError, KUBELET_CONFIG_API_VERSION, type KubeletConfig } from './config.js';
-export { parseFlags, usage, helpText, flagUsageText, FlagError, FLAG_SECTIONS, HELP_WIDTH, KUBELET_DESCRIPTION, LOCAL_RUNTIME_ENDPOINT, KNOWN_FEATURE_GATES, type KubeletFlags, type FlagSpec, type FlagSection, type FlagKind } from './flags.js';
+export { parseFlags, usage, helpText, flagUsageText, FlagError, FLAG_SECTIONS, HELP_WIDTH, KUBELET_DESCRIPTION, LOCAL_RUNTIME_ENDPOINT, DEFAULT_REMOTE_RUNTIME_ENDPOINT, EMBEDDED_RUNTIME_TAINT, KNOWN_FEATURE_GATES, type KubeletFlags, type FlagSpec, type FlagSection, type FlagKind } from './flags.js';
 export { runOnce, type RunPodResult } from './run-once.js';
 export { startKubeletServers, registerServerDeps, createServerHost, type RunningServers, type ServerMetrics } from './kubelet-server.js';
 export { KubeletServerHost, validateContainerLogStatus, type KubeletServerHostOptions } from './server-host.js';

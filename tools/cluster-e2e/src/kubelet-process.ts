@@ -10,7 +10,7 @@ export interface NodeAgentOptions {
   node: string;
   /** A node kubeconfig (tools/kube/node-kubeconfig.sh). */
   kubeconfig: string;
-  /** The CRI endpoint, e.g. unix:///tmp/kubelet-ts-containerd/containerd.sock. */
+  /** The CRI endpoint, e.g. unix:///tmp/kubelet-ts-containerd/containerd.sock; '' leaves it to the kubelet's default (ours only). */
   runtimeEndpoint: string;
   /** A scratch directory for the kubelet's root dir, pod logs and its own log. */
   dir: string;
@@ -64,7 +64,7 @@ export class KubeletProcess {
     await ensureHostCgroup(cgroupRoot);
     const args = [
       `--kubeconfig=${options.kubeconfig}`,
-      `--container-runtime-endpoint=${options.runtimeEndpoint}`,
+      ...(options.runtimeEndpoint ? [`--container-runtime-endpoint=${options.runtimeEndpoint}`] : []),
       `--hostname-override=${options.node}`,
       `--root-dir=${join(options.dir, 'root')}`,
       `--pod-logs-dir=${join(options.dir, 'pod-logs')}`,
