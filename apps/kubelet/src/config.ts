@@ -6,7 +6,9 @@ import { parse as parseYaml } from 'yaml';
 import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, parseDuration, Quantity } from '@kubelet-ts/core';
 import { validateImageGCPolicy } from '@kubelet-ts/image-gc';
 import { validateShutdownGracePeriods } from '@kubelet-ts/node-shutdown';
-import { DEFAULT_REMOTE_RUNTIME_ENDPOINT, KNOWN_FEATURE_GATES, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
+import { DEFAULT_REMOTE_RUNTIME_ENDPOINT, LOCAL_RUNTIME_ENDPOINT, type KubeletFlags } from './flags.js';
+import { checkKubeletConfigurationFields } from './config-schema.js';
+import { FeatureGateError, resolveFeatureGates } from './feature-gates.js';
 
 /** The kubelet's resolved configuration: the config file, then flags over it, then defaults. */
 export interface KubeletConfig {
@@ -62,6 +64,8 @@ export interface KubeletConfig {
   kubeReservedCgroup: string;
   cpuCFSQuota: boolean;
   cpuCFSQuotaPeriodMs: number;
+  /** Go --protect-kernel-defaults: fail when a kernel tunable differs from the kubelet's value rather than set it. */
+  protectKernelDefaults: boolean;
   podPidsLimit: number;
   oomScoreAdj: number;
   nodeStatusUpdateFrequencyMs: number;
@@ -105,6 +109,14 @@ export interface KubeletConfig {
   /** Container log rotation: the size a log is rotated at (bytes) and how many files are kept per container. */
   containerLogMaxSizeBytes: number;
   containerLogMaxFiles: number;
+  /** What resolving the configuration found worth a warning (unknown config fields, gates); the kubelet logs them as it starts. */
+  warnings: ConfigWarning[];
+}
+
+/** A warning about the configuration, logged as the kubelet starts. */
+export interface ConfigWarning {
+  msg: string;
+  kv?: Record<string, unknown>;
 }
 
 /** Go's TLS version names (--tls-min-version) as node:tls names them. */
@@ -216,6 +228,7 @@ interface KubeletConfigurationFile {
   kubeReservedCgroup?: string;
   cpuCFSQuota?: boolean;
   cpuCFSQuotaPeriod?: number;
+  protectKernelDefaults?: boolean;
   podPidsLimit?: number;
   oomScoreAdj?: number;
   eventRecordQPS?: number;
@@ -247,8 +260,11 @@ interface KubeletConfigurationFile {
   containerLogMaxFiles?: number;
 }
 
-/** Reads and checks a KubeletConfiguration file; errors name the file and the field. */
-export function loadConfigFile(path: string): KubeletConfigurationFile {
+/**
+ * Reads and checks a KubeletConfiguration file; errors name the file and the field. Unknown fields are not errors
+ * (Go decodes leniently when strict decoding fails): they are pushed to `warnings`, each named by its path.
+ */
+export function loadConfigFile(path: string, warnings: ConfigWarning[] = []): KubeletConfigurationFile {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -266,6 +282,15 @@ export function loadConfigFile(path: string): KubeletConfigurationFile {
   if (object.kind !== 'KubeletConfiguration') throw new ConfigError(`kubelet config file ${path}: kind is ${JSON.stringify(object.kind)}, expected "KubeletConfiguration"`);
   if (object.apiVersion !== KUBELET_CONFIG_API_VERSION) {
     throw new ConfigError(`kubelet config file ${path}: apiVersion is ${JSON.stringify(object.apiVersion)}, expected ${JSON.stringify(KUBELET_CONFIG_API_VERSION)}`);
+  }
+  const fields = checkKubeletConfigurationFields(object);
+  if (fields.typeErrors.length > 0) throw new ConfigError(`kubelet config file ${path}: ${fields.typeErrors.join('; ')}`);
+  if (fields.unknown.length > 0) {
+    // Go (v1.26+): the strict decoder's error names every unknown field; the lenient decoder then drops them.
+    warnings.push({
+      msg: 'Using lenient decoding as strict decoding failed',
+      kv: { path, err: `strict decoding error: ${fields.unknown.map((field) => `unknown field ${JSON.stringify(field)}`).join(', ')}` },
+    });
   }
   const result: Record<string, unknown> = { ...object };
   for (const field of durationFields) {
@@ -366,7 +391,10 @@ export function resolveNodeName(override?: string): string {
 }
 
 export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): KubeletConfig {
-  const file = flags.config ? loadConfigFile(resolve(cwd, flags.config)) : {};
+  const warnings: ConfigWarning[] = [];
+  const file = flags.config ? loadConfigFile(resolve(cwd, flags.config), warnings) : {};
+  const gates = resolveGates(file.featureGates, flags.featureGates);
+  warnings.push(...gates.warnings);
   const abs = (path: string | undefined) => (path === undefined || path === '' ? undefined : isAbsolute(path) ? path : resolve(cwd, path));
   const rootDir = abs(flags.rootDir) ?? '/var/lib/kubelet';
   // The embedded runtime isolates nothing: a node that joins a cluster uses it only when it is named.
@@ -393,7 +421,7 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     maxPods: flags.maxPods ?? file.maxPods ?? 110,
     verbosity: flags.verbosity ?? file.logging?.verbosity ?? 0,
     loggingFormat: format,
-    featureGates: { ...KNOWN_FEATURE_GATES, ...file.featureGates, ...flags.featureGates },
+    featureGates: gates.gates,
     imageGC: {
       highThresholdPercent: flags.imageGcHighThreshold ?? file.imageGCHighThresholdPercent ?? 85,
       lowThresholdPercent: flags.imageGcLowThreshold ?? file.imageGCLowThresholdPercent ?? 80,
@@ -436,6 +464,7 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     kubeReservedCgroup: flags.kubeReservedCgroup ?? file.kubeReservedCgroup ?? '',
     cpuCFSQuota: flags.cpuCfsQuota ?? file.cpuCFSQuota ?? true,
     cpuCFSQuotaPeriodMs: flags.cpuCfsQuotaPeriodMs ?? file.cpuCFSQuotaPeriod ?? 100,
+    protectKernelDefaults: flags.protectKernelDefaults ?? file.protectKernelDefaults ?? false,
     podPidsLimit: flags.podMaxPids ?? file.podPidsLimit ?? -1,
     oomScoreAdj: flags.oomScoreAdj ?? file.oomScoreAdj ?? -999,
     nodeStatusUpdateFrequencyMs: flags.nodeStatusUpdateFrequencyMs ?? file.nodeStatusUpdateFrequency ?? 10_000,
@@ -474,6 +503,7 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     enableSystemLogHandler: file.enableSystemLogHandler ?? true,
     containerLogMaxSizeBytes: parseLogMaxSize(flags.containerLogMaxSize ?? file.containerLogMaxSize ?? '10Mi'),
     containerLogMaxFiles: flags.containerLogMaxFiles ?? file.containerLogMaxFiles ?? 5,
+    warnings,
   };
   if (config.containerLogMaxFiles < 2) throw new ConfigError(`containerLogMaxFiles: Invalid value: ${config.containerLogMaxFiles}: must be greater than 1`);
   if (config.authentication.webhookEnabled && !config.kubeconfig) {
@@ -490,10 +520,6 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }
-  for (const [gate, value] of Object.entries(config.featureGates)) {
-    if (!(gate in KNOWN_FEATURE_GATES)) throw new ConfigError(`featureGates: unrecognized feature gate: ${gate}`);
-    if (typeof value !== 'boolean') throw new ConfigError(`featureGates: ${gate}: must be true or false`);
-  }
   if (config.syncFrequencyMs <= 0) throw new ConfigError('syncFrequency: must be greater than zero');
   if (config.bootstrapKubeconfig && !config.kubeconfig) {
     throw new ConfigError('--bootstrap-kubeconfig needs --kubeconfig: the path the bootstrapped kubeconfig is written to');
@@ -506,6 +532,16 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
   if (!flags.enforceNodeAllocatable && !file.enforceNodeAllocatable && config.cgroupsPerQOS) config.enforceNodeAllocatable = ['pods'];
   validateResourceManagement(config);
   return config;
+}
+
+/** Go: SetFromMap of the config file's featureGates with --feature-gates over them; errors name the field. */
+function resolveGates(fromFile: Record<string, boolean> | undefined, fromFlags: Record<string, boolean> | undefined) {
+  try {
+    return resolveFeatureGates({ ...fromFile, ...fromFlags });
+  } catch (error) {
+    if (error instanceof FeatureGateError) throw new ConfigError(`featureGates: ${error.message}`);
+    throw error;
+  }
 }
 
 /** Go's mapStringString flags with a custom separator ('<' for thresholds, '=' for grace periods and reclaims). */

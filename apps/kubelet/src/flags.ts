@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { parseDuration } from '@kubelet-ts/core';
+import { FeatureGateError, IMPLEMENTED_FEATURE_GATES, checkFeatureGate, knownFeatureHelp } from './feature-gates.js';
 
 /**
  * The kubelet's command line, with the Go kubelet's flag names. Every flag has a KubeletConfiguration
@@ -56,6 +57,7 @@ export interface KubeletFlags {
   systemReservedCgroup?: string;
   kubeReservedCgroup?: string;
   cpuCfsQuota?: boolean;
+  protectKernelDefaults?: boolean;
   cpuCfsQuotaPeriodMs?: number;
   podMaxPids?: number;
   oomScoreAdj?: number;
@@ -124,18 +126,8 @@ export const DEFAULT_REMOTE_RUNTIME_ENDPOINT = 'unix:///run/containerd/container
 /** The taint a node on the embedded runtime registers with, so that only pods that tolerate host processes land there. */
 export const EMBEDDED_RUNTIME_TAINT = 'kubelet-ts.io/embedded-runtime=true:NoSchedule';
 
-/** The feature gates kubelet-ts knows, with their defaults (as in the Go kubelet). */
-export const KNOWN_FEATURE_GATES: Record<string, boolean> = {
-  EventedPLEG: false,
-  // Go 1.21+: beta, on by default (graceful node shutdown; shutdownGracePeriod 0 still disables it).
-  GracefulNodeShutdown: true,
-  // Pod resources API: Get is alpha (Go v1.27+, off by default); GetAllocatableResources beta since v1.23 (on).
-  KubeletPodResourcesGet: false,
-  KubeletPodResourcesGetAllocatable: true,
-};
-
-/** Go's pre-release stage of each known gate, for --feature-gates' list. */
-const FEATURE_GATE_STAGES: Record<string, string> = { EventedPLEG: 'ALPHA', KubeletPodResourcesGet: 'ALPHA' };
+/** The feature gates kubelet-ts acts on, with their defaults (every other gate the Go kubelet v1.20 knows is accepted with a warning). */
+export const KNOWN_FEATURE_GATES: Record<string, boolean> = Object.fromEntries(Object.entries(IMPLEMENTED_FEATURE_GATES).map(([gate, spec]) => [gate, spec.default]));
 
 const TYPE_OF_KIND: Record<FlagKind, string> = {
   string: 'string',
@@ -498,6 +490,12 @@ export const FLAG_SECTIONS: readonly FlagSection[] = [
         'A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi) pairs that describe resources reserved for non-kubernetes components. Currently only cpu, memory, ephemeral-storage and pid are supported.',
         { type: 'mapStringString' },
       ),
+      flag(
+        'protect-kernel-defaults',
+        'protectKernelDefaults',
+        'bool',
+        'Default kubelet behaviour for kernel tuning. If set, kubelet errors if any of kernel tunables is different than kubelet defaults.',
+      ),
       flag('cpu-cfs-quota', 'cpuCfsQuota', 'bool', 'Enable CPU CFS quota enforcement for containers that specify CPU limits', { default: 'true' }),
       flag('cpu-cfs-quota-period', 'cpuCfsQuotaPeriodMs', 'duration', 'Sets CPU CFS quota period value, cpu.cfs_period_us, defaults to Linux Kernel default', { default: '100ms' }),
       flag('pod-max-pids', 'podMaxPids', 'int32', 'Set the maximum number of processes per pod.  If -1, the kubelet defaults to the node allocatable pid capacity.', {
@@ -614,10 +612,7 @@ export const FLAG_SECTIONS: readonly FlagSection[] = [
         'feature-gates',
         'featureGates',
         'gates',
-        `A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n${Object.entries(KNOWN_FEATURE_GATES)
-          .map(([gate, enabled]) => `${gate}=true|false (${FEATURE_GATE_STAGES[gate] ?? 'BETA'} - default=${enabled})`)
-          .sort()
-          .join('\n')}`,
+        `A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n${knownFeatureHelp().join('\n')}`,
       ),
       flag('help', 'help', 'bool', 'help for kubelet', { shorthand: 'h' }),
       flag('version', 'version', 'version', 'Print version information and quit; --version=raw prints all of it as JSON', { noOptDefault: 'true' }),
@@ -673,8 +668,13 @@ function convert(name: string, spec: FlagSpec, raw: string): unknown {
       for (const pair of raw.split(',').filter((p) => p.trim() !== '')) {
         const [key, value, ...rest] = pair.split('=').map((part) => part.trim());
         if (rest.length > 0 || value === undefined) throw invalid(`missing bool value for ${key}`);
-        if (!(key in KNOWN_FEATURE_GATES)) throw invalid(`unrecognized feature gate: ${key}`);
         if (value !== 'true' && value !== 'false') throw invalid(`invalid value of ${key}=${value}, err: strconv.ParseBool: parsing ${JSON.stringify(value)}: invalid syntax`);
+        try {
+          checkFeatureGate(key, value === 'true');
+        } catch (error) {
+          if (error instanceof FeatureGateError) throw invalid(error.message);
+          throw error;
+        }
         gates[key] = value === 'true';
       }
       return gates;
