@@ -1,4 +1,4 @@
-import type { V1Container, V1ContainerPort, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerPort, V1EnvVar, V1KeyToPath, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 
 /** Go's field.ErrorType, with the text Go prints for each. */
 export type FieldErrorType = 'Required value' | 'Invalid value' | 'Duplicate value' | 'Unsupported value' | 'Not found';
@@ -193,6 +193,7 @@ export function validatePod(pod: V1Pod): FieldError[] {
       for (const msg of isDNS1123Label(v.name)) errs.push({ field: path, type: 'Invalid value', value: v.name, detail: msg });
       volumeNames.add(v.name);
     }
+    validateVolumeSource(v, `spec.volumes[${i}]`, errs);
   });
 
   const containerNames = new Set<string>();
@@ -210,10 +211,15 @@ export function validatePod(pod: V1Pod): FieldError[] {
         errs.push(notSupported(`${path}.imagePullPolicy`, c.imagePullPolicy, supportedPullPolicies));
       }
       validatePorts(c.ports, `${path}.ports`, errs);
+      validateEnv(c.env, `${path}.env`, errs);
+      const mountPaths = new Set<string>();
       (c.volumeMounts ?? []).forEach((m, j) => {
         if (!m.name) errs.push({ field: `${path}.volumeMounts[${j}].name`, type: 'Required value' });
         else if (!volumeNames.has(m.name)) errs.push({ field: `${path}.volumeMounts[${j}].name`, type: 'Not found', value: m.name });
         if (!m.mountPath) errs.push({ field: `${path}.volumeMounts[${j}].mountPath`, type: 'Required value' });
+        else if (mountPaths.has(m.mountPath)) errs.push({ field: `${path}.volumeMounts[${j}].mountPath`, type: 'Invalid value', value: m.mountPath, detail: 'must be unique' });
+        else mountPaths.add(m.mountPath);
+        validateSubPath(m, `${path}.volumeMounts[${j}]`, errs);
       });
     });
   };
@@ -238,6 +244,114 @@ export function validatePod(pod: V1Pod): FieldError[] {
     errs.push({ field: 'spec.activeDeadlineSeconds', type: 'Invalid value', value: spec.activeDeadlineSeconds, detail: 'must be between 1 and 2147483647, inclusive' });
   }
   return errs;
+}
+
+/** Go's validatePathNoBacksteps: no `..` element anywhere (one error is enough, even for `../../..`). */
+function validatePathNoBacksteps(target: string, field: string, errs: FieldError[]): void {
+  if (target.split('/').includes('..')) errs.push({ field, type: 'Invalid value', value: target, detail: "must not contain '..'" });
+}
+
+/** Go's validateLocalDescendingPath: relative, and never above where it starts. */
+function validateLocalDescendingPath(target: string, field: string, errs: FieldError[]): void {
+  if (target.startsWith('/')) errs.push({ field, type: 'Invalid value', value: target, detail: 'must be a relative path' });
+  validatePathNoBacksteps(target, field, errs);
+}
+
+/** Go's validateLocalNonReservedPath: also not `..something`, which the atomic writer's `..data` links reserve. */
+function validateLocalNonReservedPath(target: string, field: string, errs: FieldError[]): void {
+  validateLocalDescendingPath(target, field, errs);
+  if (target.startsWith('..') && !target.startsWith('../')) errs.push({ field, type: 'Invalid value', value: target, detail: "must not start with '..'" });
+}
+
+const FILE_MODE_ERROR = 'must be a number between 0 and 0777 (octal), both inclusive';
+
+function validateKeyToPaths(items: V1KeyToPath[] | undefined, field: string, errs: FieldError[]): void {
+  (items ?? []).forEach((item, i) => {
+    const path = `${field}[${i}]`;
+    if (!item.key) errs.push({ field: `${path}.key`, type: 'Required value' });
+    if (!item.path) errs.push({ field: `${path}.path`, type: 'Required value' });
+    validateLocalNonReservedPath(item.path ?? '', `${path}.path`, errs);
+    validateFileMode(item.mode, `${path}.mode`, errs);
+  });
+}
+
+function validateFileMode(mode: number | undefined, field: string, errs: FieldError[]): void {
+  if (mode !== undefined && mode !== null && (mode > 0o777 || mode < 0)) errs.push({ field, type: 'Invalid value', value: mode, detail: FILE_MODE_ERROR });
+}
+
+const supportedHostPathTypes = ['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice'] as const;
+
+/**
+ * The paths of Go's validateVolumeSource that decide where the kubelet writes on the host: hostPath (no `..`, a known
+ * type), the file names of configMap, secret, downwardAPI and projected volumes (relative, below the volume, not
+ * reserved) and their modes.
+ */
+function validateVolumeSource(v: V1Volume, field: string, errs: FieldError[]): void {
+  if (v.hostPath) {
+    if (!v.hostPath.path) errs.push({ field: `${field}.hostPath.path`, type: 'Required value' });
+    else validatePathNoBacksteps(v.hostPath.path, `${field}.hostPath.path`, errs);
+    const type = v.hostPath.type ?? '';
+    if (!(supportedHostPathTypes as readonly string[]).includes(type)) errs.push(notSupported(`${field}.hostPath.type`, type, [...supportedHostPathTypes].sort()));
+  }
+  if (v.configMap) {
+    validateKeyToPaths(v.configMap.items, `${field}.configMap.items`, errs);
+    validateFileMode(v.configMap.defaultMode, `${field}.configMap.defaultMode`, errs);
+  }
+  if (v.secret) {
+    validateKeyToPaths(v.secret.items, `${field}.secret.items`, errs);
+    validateFileMode(v.secret.defaultMode, `${field}.secret.defaultMode`, errs);
+  }
+  if (v.downwardAPI) {
+    (v.downwardAPI.items ?? []).forEach((item, i) => {
+      const path = `${field}.downwardAPI.items[${i}]`;
+      if (!item.path) errs.push({ field: `${path}.path`, type: 'Required value' });
+      validateLocalNonReservedPath(item.path ?? '', `${path}.path`, errs);
+      validateFileMode(item.mode, `${path}.mode`, errs);
+    });
+    validateFileMode(v.downwardAPI.defaultMode, `${field}.downwardAPI.defaultMode`, errs);
+  }
+  if (v.projected) {
+    (v.projected.sources ?? []).forEach((source, i) => {
+      const path = `${field}.projected.sources[${i}]`;
+      if (source.configMap) validateKeyToPaths(source.configMap.items, `${path}.configMap.items`, errs);
+      if (source.secret) validateKeyToPaths(source.secret.items, `${path}.secret.items`, errs);
+      (source.downwardAPI?.items ?? []).forEach((item, j) => {
+        const itemPath = `${path}.downwardAPI.items[${j}]`;
+        if (!item.path) errs.push({ field: `${itemPath}.path`, type: 'Required value' });
+        validateLocalNonReservedPath(item.path ?? '', `${itemPath}.path`, errs);
+      });
+      if (source.serviceAccountToken) validateLocalNonReservedPath(source.serviceAccountToken.path ?? '', `${path}.serviceAccountToken.path`, errs);
+    });
+    validateFileMode(v.projected.defaultMode, `${field}.projected.defaultMode`, errs);
+  }
+}
+
+/** Go's ValidateVolumeMounts for subPath and subPathExpr. */
+function validateSubPath(m: V1VolumeMount, field: string, errs: FieldError[]): void {
+  if (m.subPath && m.subPathExpr) errs.push({ field: `${field}.subPathExpr`, type: 'Invalid value', value: m.subPathExpr, detail: 'subPathExpr and subPath are mutually exclusive' });
+  if (m.subPath) validateLocalDescendingPath(m.subPath, `${field}.subPath`, errs);
+  if (m.subPathExpr) validateLocalDescendingPath(m.subPathExpr, `${field}.subPathExpr`, errs);
+}
+
+const envVarNameFmt = '[-._a-zA-Z][-._a-zA-Z0-9]*';
+const envVarNameRegexp = new RegExp(`^${envVarNameFmt}$`);
+
+/** Go's validateEnv: every variable named, and named as IsEnvVarName allows. */
+function validateEnv(env: V1EnvVar[] | undefined, field: string, errs: FieldError[]): void {
+  (env ?? []).forEach((e, i) => {
+    const path = `${field}[${i}].name`;
+    if (!e.name) errs.push({ field: path, type: 'Required value' });
+    else if (!envVarNameRegexp.test(e.name)) {
+      errs.push({
+        field: path,
+        type: 'Invalid value',
+        value: e.name,
+        detail:
+          "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit " +
+          `(e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '${envVarNameFmt}')`,
+      });
+    }
+  });
 }
 
 function validatePorts(ports: V1ContainerPort[] | undefined, listPath: string, errs: FieldError[]): void {
