@@ -7,7 +7,7 @@ import { ContainerLogManager, type LogManager } from '@kubelet-ts/container-logs
 import { cachedMachineInfo } from '@kubelet-ts/node-status';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SummaryProvider, renderCadvisorMetrics, scrapeResourceMetrics, type SummarySource } from '@kubelet-ts/stats';
-import { KubeletServer, authFilter, loadClientCA, type HttpRequestLabels, type KubeletMetrics, createAuthenticator, createAuthorizer, loadOrCreateServingCert, type HealthzCheck, type MetricsSource, type RequestGate, type ServerHost } from '@kubelet-ts/server';
+import { KubeletServer, DynamicFileCAContent, authFilter, type HttpRequestLabels, type KubeletMetrics, createAuthenticator, createAuthorizer, loadOrCreateServingCert, type HealthzCheck, type MetricsSource, type RequestGate, type ServerHost } from '@kubelet-ts/server';
 import { ConfigError, type KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
@@ -46,7 +46,8 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
 
   const servers: Array<{ server: KubeletServer; name: string; port: number }> = [];
   const gate = c.resolve<RequestGate | undefined>(Tokens.ServerGate);
-  let unsubscribe: (() => void) | undefined;
+  const unsubscribes: Array<() => void> = [];
+  let clientCA: DynamicFileCAContent | undefined;
   if (gate) {
     // serverTLSBootstrap: the certificate the cluster signs (none until it is issued); else the files or a self-signed pair.
     const servingManager = c.resolve<CertificateManager | undefined>(Tokens.ServerCertificateManager);
@@ -58,9 +59,17 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
     } else if (!cert) {
       logger.info('No serving certificate available for the kubelet yet: TLS handshakes fail until the cluster issues one (serverTLSBootstrap)');
     }
-    // The gate's x509 authenticator checked this bundle when it was built; the TLS server verifies client chains with it.
+    // The TLS server verifies client chains with this bundle (Go: the x509 authenticator's dynamic CA): the file is
+    // re-read when it changes, and new connections are verified against the last good bundle.
     const clientCAFile = config.authentication.x509ClientCAFile;
-    const clientCAPem = clientCAFile ? loadClientCA(clientCAFile).toString('utf8') : undefined;
+    if (clientCAFile) {
+      try {
+        clientCA = new DynamicFileCAContent({ file: clientCAFile, clock, logger: logger.with({ component: 'client-ca' }) });
+      } catch (error) {
+        throw new ConfigError(`authentication.x509.clientCAFile: ${errorText(error)}`);
+      }
+    }
+    const clientCAPem = clientCA?.currentCABundleContent().toString('utf8');
     const ciphers = config.tlsCipherSuites.length > 0 ? config.tlsCipherSuites.join(':') : undefined;
     const secure = new KubeletServer({
       ...common,
@@ -71,10 +80,12 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
       enableDebuggingHandlers: config.enableDebuggingHandlers,
       enableSystemLogHandler: config.enableSystemLogHandler,
     });
-    unsubscribe = servingManager?.subscribe((pair) => {
+    const unsubscribeServing = servingManager?.subscribe((pair) => {
       secure.setCertificate(pair.certPem, pair.keyPem);
       logger.info('Serving the rotated kubelet serving certificate', { notAfter: new Date(pair.notAfter).toISOString() });
     });
+    if (unsubscribeServing) unsubscribes.push(unsubscribeServing);
+    if (clientCA) unsubscribes.push(clientCA.addListener((bundle) => secure.setClientCA(bundle.toString('utf8'))));
     servers.push({ name: 'kubelet server', port: config.port, server: secure });
   } else {
     logger.info('No authentication method configured: the kubelet server is not started (set --client-ca-file, or --kubeconfig for webhook token authentication, or --anonymous-auth)', { port: config.port });
@@ -84,10 +95,11 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
   }
 
   const stopping = new AbortController();
+  clientCA?.run(stopping.signal);
   const result: RunningServers = {
     stop: async () => {
       stopping.abort();
-      unsubscribe?.();
+      for (const unsubscribe of unsubscribes) unsubscribe();
       await Promise.all(servers.map(({ server }) => server.stop()));
     },
   };

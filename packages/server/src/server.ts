@@ -215,6 +215,19 @@ export class KubeletServer {
     server?.setSecureContext?.(this.secureContextOptions(tls));
   }
 
+  /**
+   * Verifies client certificates of new connections against this CA bundle (a reloaded --client-ca-file);
+   * established connections keep the bundle they were verified with.
+   */
+  setClientCA(clientCAPem: string): void {
+    const tls = this.options.tls;
+    if (!tls) throw new Error('the read-only server has no client CA');
+    if (tls.clientCAPem === undefined) throw new Error('the server was started without a client CA: it does not ask for client certificates');
+    tls.clientCAPem = clientCAPem;
+    const server = this.server as (Server & { setSecureContext?: (options: object) => void }) | undefined;
+    server?.setSecureContext?.(this.secureContextOptions(tls));
+  }
+
   private secureContextOptions(tls: ServerTLSOptions) {
     return {
       cert: tls.certPem,

@@ -4,7 +4,9 @@
 // client's chain against the CA and reports the outcome on the socket, while a client without a
 // (valid) certificate still reaches the other authenticators.
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, watch as fsWatch } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { defaultLogger, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import type { IncomingMessage } from 'node:http';
 import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import type { Authenticator, AuthenticationResult, UserInfo } from './types.js';
@@ -103,16 +105,149 @@ export function loadClientCA(file: string): Buffer {
   } catch (err) {
     throw new Error(`unable to load client CA file ${file}: ${(err as Error).message}`, { cause: err });
   }
+  checkCABundle(data, `client CA file ${file}`);
+  return data;
+}
+
+/** Go's newCABundleAndVerifier checks: PEM certificates, at least one, each parseable. */
+function checkCABundle(data: Buffer, what: string): void {
+  if (data.length === 0) throw new Error(`unable to load ${what}: missing content for CA bundle`);
   const blocks = data.toString('utf8').match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) {
-    throw new Error(`unable to load client CA file ${file}: data does not contain any valid RSA or ECDSA certificates`);
+    throw new Error(`unable to load ${what}: data does not contain any valid RSA or ECDSA certificates`);
   }
   for (const block of blocks) {
     try {
       new X509Certificate(block);
     } catch (err) {
-      throw new Error(`unable to load client CA file ${file}: ${(err as Error).message}`, { cause: err });
+      throw new Error(`unable to load ${what}: ${(err as Error).message}`, { cause: err });
     }
   }
-  return data;
+}
+
+/** Watches a directory; calls back with the name of the entry that changed (null when the platform does not say). */
+export type DirectoryWatch = (directory: string, onEvent: (filename: string | null) => void) => { close(): void };
+
+/** node:fs watch of a directory; errors (the directory removed, watch limits) go to onError. */
+function fsDirectoryWatch(onError: (error: Error) => void): DirectoryWatch {
+  return (directory, onEvent) => {
+    const watcher = fsWatch(directory, { persistent: false }, (_event, filename) => onEvent(filename === null ? null : String(filename)));
+    watcher.on('error', onError);
+    return { close: () => watcher.close() };
+  };
+}
+
+export interface DynamicFileCAContentOptions {
+  /** The CA bundle file (PEM). */
+  file: string;
+  /** Go's purpose: the content's name is `<purpose>::<file>`. Default `client-ca-bundle`. */
+  purpose?: string;
+  clock: Clock;
+  logger?: Logger;
+  /** How often the file is re-read without a change event (Go: FileRefreshDuration, 1 minute). */
+  refreshIntervalMs?: number;
+  /** Watches the file's directory for changes (default node:fs watch); the refresh catches what it misses. */
+  watch?: DirectoryWatch;
+  /** Reads the file (default readFileSync). */
+  readFile?: (file: string) => Buffer;
+}
+
+/**
+ * Go's dynamiccertificates.DynamicFileCAContent: a CA bundle read from a file and re-read when the file
+ * changes (a watch on its directory, so a file replaced by rename or a symlink swap is seen too) and every
+ * minute. A new bundle is checked before it is used; a file that becomes unreadable, empty or invalid keeps the
+ * last good bundle and logs an error naming the file. Listeners hear of each new bundle.
+ */
+export class DynamicFileCAContent {
+  /** `<purpose>::<file>`, as Go names it. */
+  readonly name: string;
+  private bundle: Buffer;
+  private readonly listeners = new Set<(bundle: Buffer) => void>();
+  private readonly logger: Logger;
+  private readonly readFile: (file: string) => Buffer;
+  private running?: { watcher?: { close(): void }; timer: TimerHandle };
+
+  /** Reads the file at once: an unreadable or invalid file is an error here, as at the Go kubelet's start. */
+  constructor(private readonly options: DynamicFileCAContentOptions) {
+    if (!options.file) throw new Error('missing filename for ca bundle');
+    this.name = `${options.purpose ?? 'client-ca-bundle'}::${options.file}`;
+    this.logger = options.logger ?? defaultLogger;
+    this.readFile = options.readFile ?? ((file) => readFileSync(file));
+    this.bundle = this.read();
+  }
+
+  /** The bundle in use (PEM). */
+  currentCABundleContent(): Buffer {
+    return this.bundle;
+  }
+
+  /** Calls listener with each new bundle; returns the function that stops it. */
+  addListener(listener: (bundle: Buffer) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Go's loadCABundle: re-reads the file and, when its content changed and is valid, makes it the bundle in use.
+   * Returns whether the bundle changed; a failure is logged and the last good bundle kept.
+   */
+  reload(): boolean {
+    let next: Buffer;
+    try {
+      next = this.read();
+    } catch (error) {
+      this.logger.error('Failed to reload the CA bundle: keeping the last good one', error, { name: this.name });
+      return false;
+    }
+    if (next.equals(this.bundle)) return false;
+    this.bundle = next;
+    this.logger.info('Loaded a new CA Bundle and Verifier', { name: this.name });
+    for (const listener of this.listeners) {
+      try {
+        listener(next);
+      } catch (error) {
+        this.logger.error('A CA bundle listener failed', error, { name: this.name });
+      }
+    }
+    return true;
+  }
+
+  /** Starts watching the file and the periodic re-read; the signal stops both. Calling it again does nothing. */
+  run(signal: AbortSignal): void {
+    if (this.running || signal.aborted) return;
+    const { file, clock } = this.options;
+    const name = basename(file);
+    const watch = this.options.watch ?? fsDirectoryWatch((error) => this.logger.error('failed to watch CA file, will retry later', error, { name: this.name }));
+    let watcher: { close(): void } | undefined;
+    try {
+      // Kubernetes-style mounts swap a `..data` symlink: any hidden entry may stand for the file.
+      watcher = watch(dirname(file), (changed) => {
+        if (changed === null || changed === name || changed.startsWith('..')) this.reload();
+      });
+    } catch (error) {
+      this.logger.error('failed to watch CA file, will retry later', error, { name: this.name });
+    }
+    const timer = clock.setInterval(() => this.reload(), this.options.refreshIntervalMs ?? 60_000);
+    this.running = { watcher, timer };
+    signal.addEventListener(
+      'abort',
+      () => {
+        timer.cancel();
+        watcher?.close();
+      },
+      { once: true },
+    );
+  }
+
+  private read(): Buffer {
+    let data: Buffer;
+    try {
+      data = this.readFile(this.options.file);
+    } catch (err) {
+      throw new Error(`unable to load CA bundle ${JSON.stringify(this.name)}: ${(err as Error).message}`, { cause: err });
+    }
+    if (data.length === 0) throw new Error(`missing content for CA bundle ${JSON.stringify(this.name)}`);
+    checkCABundle(data, `CA bundle ${JSON.stringify(this.name)}`);
+    return data;
+  }
 }
