@@ -4,11 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { Writable, type Duplex } from 'node:stream';
 import type { SecureVersion } from 'node:tls';
 import type { V1Pod } from '@kubernetes/client-node';
-import { errorText, type Logger } from '@kubelet-ts/core';
+import { errorText, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { isNotFound } from '@kubelet-ts/cri-client';
 import { LogOptionsError, parseLogOptions, type LogOptions } from '@kubelet-ts/container-logs';
 import { serveHealthz, type HealthzCheck } from './healthz.js';
 import { serveNodeLogs } from './node-logs.js';
+import { ProfilingHandler } from './pprof.js';
+import { cleanPath, requestPath } from './auth/attributes.js';
+import { muxRedirect } from './auth/filter.js';
 import { isUpgradeRequest, parsePortForwardPorts, parseStreamOptions, proxyUpgradedConnection, StreamRequestError, type StreamOptions } from './streaming.js';
 
 /**
@@ -94,6 +97,23 @@ export interface KubeletServerOptions {
   enableSystemLogHandler?: boolean;
   /** The directory /logs/ serves. Default /var/log. */
   nodeLogDir?: string;
+  /**
+   * Go 1.20: enableCAdvisorJSONEndpoints (default false, deprecated): /spec/, cadvisor's MachineInfo. Off, /spec is
+   * not a path of the server at all (404 before authentication), as in Go 1.20 and in Go since 1.21.
+   */
+  enableCAdvisorJSONEndpoints?: boolean;
+  /**
+   * Go: enableProfilingHandler (default true; served only with the debugging handlers): /debug/pprof/cmdline and
+   * /debug/pprof/profile (a V8 CPU profile over `seconds`, default 30). Off, /debug/pprof/ answers Go's 405.
+   */
+  enableProfilingHandler?: boolean;
+  /**
+   * Go: enableDebugFlagsHandler with klog's verbosity setter: PUT /debug/flags/v sets the logger's verbosity.
+   * Absent, /debug/flags/v answers Go's 405 "flags endpoint is disabled.".
+   */
+  setLogVerbosity?: (level: number) => void;
+  /** Times the CPU profile. Default the real clock. */
+  clock?: Clock;
   metrics?: MetricsSource;
   probeMetrics?: MetricsSource;
   /** Called as each request starts; the returned function when it ends. */
@@ -142,6 +162,11 @@ interface Route {
   handler: Handler;
 }
 
+/** Every method: Go's mux.Handle'd handlers (healthz, metrics, configz, flags) do not look at the method. */
+const ANY_METHOD = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'CONNECT', 'TRACE'];
+
+type MuxDecision = { redirect: string } | { found: boolean };
+
 /**
  * The kubelet's server (Go: pkg/kubelet/server): the secure port (10250, TLS, every request authenticated and
  * authorized) or the read-only port (10255, plain HTTP, no authentication, Go's default handlers only).
@@ -149,6 +174,13 @@ interface Route {
 export class KubeletServer {
   private server?: Server;
   private readonly routes: Route[] = [];
+  /**
+   * Go's http.ServeMux patterns the kubelet registers (Go: restful.Container.Add and Handle): exact paths, and
+   * subtrees ending in '/'. A path none matches is a 404 before authentication; one that matches is authenticated
+   * and authorized before its route is looked up, so 404 and 405 below a registered path are answered only to a
+   * client allowed to ask.
+   */
+  private readonly patterns = new Set<string>();
   /** Upgraded connections leave the HTTP server's bookkeeping: closed here when the server stops. */
   private readonly upgradedSockets = new Set<Duplex>();
   private readonly serverType: 'readonly' | 'readwrite';
@@ -158,9 +190,15 @@ export class KubeletServer {
     this.serverType = options.gate ? 'readwrite' : 'readonly';
     this.installDefaultHandlers();
     if (!options.readOnly) {
-      if (options.enableDebuggingHandlers ?? true) this.installDebuggingHandlers();
-      else this.installDebuggingDisabledHandlers();
-      this.installSystemLogHandler(options.enableSystemLogHandler ?? true);
+      if (options.enableDebuggingHandlers ?? true) {
+        this.installDebuggingHandlers();
+        // Go serves logs, pprof and the flags only with the debugging handlers (kubernetes#87273).
+        this.installSystemLogHandler(options.enableSystemLogHandler ?? true);
+        this.installProfilingHandler(options.enableProfilingHandler ?? true);
+        this.installDebugFlagsHandler();
+      } else {
+        this.installDebuggingDisabledHandlers();
+      }
     }
   }
 
@@ -258,9 +296,20 @@ export class KubeletServer {
       longRunning: LONG_RUNNING.has(bucket),
     });
     try {
-      // Go routes first: an unknown path is a 404 before authentication, a known one is authorized as itself.
-      const route = this.match(request.method ?? 'GET', url.pathname);
+      // Go's ServeMux first: an unclean path or a subtree root without its slash is redirected and a path it does not
+      // know is a 404, before authentication. Below a registered path the request is authorized as itself, and only
+      // then is its route looked up (go-restful runs the container's filters before it answers 404 or 405).
+      const path = requestPath(request);
+      if (path === undefined) throw new HttpError(400, '400 Bad Request');
+      const mux = this.muxLookup(request.method ?? 'GET', path);
+      if ('redirect' in mux) {
+        const redirect = muxRedirect(request, mux.redirect);
+        response.writeHead(redirect.statusCode, redirect.headers).end(redirect.body);
+        return;
+      }
+      if (!mux.found) throw new HttpError(404, '404 page not found');
       if (this.options.gate && !(await this.options.gate.checkRequest(request, response))) return;
+      const route = this.match(request.method ?? 'GET', url.pathname);
       await route.handler({ request, response, url, params: route.params, upgrade });
     } catch (error) {
       this.writeError(response, error);
@@ -268,6 +317,43 @@ export class KubeletServer {
       done?.();
       if (upgrade && !response.headersSent && !response.writableEnded) upgrade.socket.destroy();
     }
+  }
+
+  /** Go's ServeMux.Handler (Go 1.19/1.20) over the registered patterns. */
+  private muxLookup(method: string, path: string): MuxDecision {
+    // CONNECT requests are not canonicalized.
+    if (method === 'CONNECT') return this.shouldRedirect(path) ? { redirect: `${path}/` } : { found: this.muxMatches(path) };
+    const clean = cleanPath(path);
+    if (this.shouldRedirect(clean)) return { redirect: `${clean}/` };
+    if (clean !== path) return { redirect: clean };
+    return { found: this.muxMatches(path) };
+  }
+
+  private isExactPattern(path: string): boolean {
+    if (this.patterns.has(path)) return true;
+    // Go: healthz.InstallHandler registers /healthz/<name> for each check.
+    return path.startsWith('/healthz/') && this.options.host.healthChecks.some((check) => `/healthz/${check.name}` === path);
+  }
+
+  private muxMatches(path: string): boolean {
+    if (this.isExactPattern(path)) return true;
+    for (const pattern of this.patterns) if (pattern.endsWith('/') && path.startsWith(pattern)) return true;
+    return false;
+  }
+
+  /** Go: redirectToPathSlash, for /tree when only /tree/ is registered. */
+  private shouldRedirect(path: string): boolean {
+    if (path.endsWith('/') || this.isExactPattern(path)) return false;
+    return this.patterns.has(`${path}/`);
+  }
+
+  /** Registers Go's mux patterns: a restful WebService at `root` (Go: Container.Add), or exact paths (Handle). */
+  private mux(...patterns: string[]): void {
+    for (const pattern of patterns) this.patterns.add(pattern);
+  }
+
+  private webService(root: string): void {
+    this.mux(root, ...(root.endsWith('/') ? [] : [`${root}/`]));
   }
 
   private match(method: string, path: string): { handler: Handler; params: string[] } {
@@ -282,7 +368,8 @@ export class KubeletServer {
       return { handler: route.handler, params: match.slice(1).map((p) => (p === undefined ? '' : safeDecode(p))) };
     }
     if (methodNotAllowed) throw new HttpError(405, '405: Method Not Allowed');
-    throw new HttpError(404, '404 page not found');
+    // go-restful's answer for a path under a web service with no route for it.
+    throw new HttpError(404, '404: Page Not Found');
   }
 
   private route(methods: string[], pattern: RegExp, handler: Handler): void {
@@ -291,10 +378,14 @@ export class KubeletServer {
 
   private installDefaultHandlers(): void {
     const host = this.options.host;
-    this.route(['GET'], /^\/healthz(\/[^/]*)?\/?$/, ({ request, response }) => {
+    this.mux('/healthz');
+    this.route(ANY_METHOD, /^\/healthz(\/[^/]*)?$/, ({ request, response }) => {
       if (!serveHealthz(host.healthChecks, request, response)) throw new HttpError(404, '404 page not found');
     });
+    this.webService('/pods');
     this.route(['GET'], /^\/pods\/?$/, ({ response }) => writeJson(response, podList(host.getPods())));
+    // Go 1.20 without enableCAdvisorJSONEndpoints: /stats/summary is the only route below /stats/.
+    this.webService('/stats/');
     this.route(['GET', 'POST'], /^\/stats\/summary\/?$/, async ({ request, response, url }) => {
       if (!host.getStatsSummary) throw new HttpError(404, '404 page not found');
       // Go: only_cpu_and_memory as a query parameter or in a POST body.
@@ -311,23 +402,29 @@ export class KubeletServer {
       }
       writeJson(response, await host.getStatsSummary(onlyCpuAndMemory));
     });
-    this.route(['GET'], /^\/metrics\/?$/, ({ response }) => this.writeMetrics(response, this.options.metrics));
-    this.route(['GET'], /^\/metrics\/probes\/?$/, ({ response }) => this.writeMetrics(response, this.options.probeMetrics));
-    this.route(['GET'], /^\/metrics\/resource\/?$/, async ({ response }) => {
+    this.mux('/metrics', '/metrics/cadvisor', '/metrics/resource', '/metrics/probes');
+    this.route(ANY_METHOD, /^\/metrics$/, ({ response }) => this.writeMetrics(response, this.options.metrics));
+    this.route(ANY_METHOD, /^\/metrics\/probes$/, ({ response }) => this.writeMetrics(response, this.options.probeMetrics));
+    this.route(ANY_METHOD, /^\/metrics\/resource$/, async ({ response }) => {
       if (!host.resourceMetrics) throw new HttpError(404, '404 page not found');
       writeText(response, 200, await host.resourceMetrics(), PROMETHEUS_TEXT);
     });
-    this.route(['GET'], /^\/metrics\/cadvisor\/?$/, async ({ response }) => {
+    this.route(ANY_METHOD, /^\/metrics\/cadvisor$/, async ({ response }) => {
       if (!host.cadvisorMetrics) throw new HttpError(404, '404 page not found');
       writeText(response, 200, await host.cadvisorMetrics(), PROMETHEUS_TEXT);
     });
-    this.route(['GET'], /^\/spec\/?$/, async ({ response }) => writeJson(response, await host.getMachineInfo()));
+    if (this.options.enableCAdvisorJSONEndpoints) {
+      this.webService('/spec/');
+      this.route(['GET'], /^\/spec\/$/, async ({ response }) => writeJson(response, await host.getMachineInfo()));
+    }
   }
 
   private installDebuggingHandlers(): void {
     const host = this.options.host;
     // /{verb}/{podNamespace}/{podID}[/{uid}]/{containerName}
     const withContainer = (verb: string) => new RegExp(`^/${verb}/([^/]+)/([^/]+)(?:/([^/]+))?/([^/]+)$`);
+    for (const root of ['/run', '/exec', '/attach', '/portForward', '/containerLogs', '/runningpods/']) this.webService(root);
+    this.mux('/configz');
     this.route(['POST'], withContainer('run'), async ({ response, url, params }) => {
       const [namespace, name, uid, container] = params as [string, string, string, string];
       const pod = this.podOrNotFound(namespace, name, 'pod does not exist');
@@ -366,7 +463,7 @@ export class KubeletServer {
       await this.proxy(context, target);
     });
     this.route(['GET'], /^\/containerLogs\/([^/]*)\/([^/]*)\/([^/]*)$/, (context) => this.containerLogs(context));
-    this.route(['GET'], /^\/configz\/?$/, ({ response }) => writeJson(response, { kubeletconfig: host.getConfigz() }));
+    this.route(ANY_METHOD, /^\/configz$/, ({ response }) => writeJson(response, { kubeletconfig: host.getConfigz() }));
     this.route(['GET'], /^\/runningpods\/?$/, async ({ response }) => {
       let pods: object[];
       try {
@@ -380,16 +477,56 @@ export class KubeletServer {
 
   private installDebuggingDisabledHandlers(): void {
     for (const prefix of ['run', 'exec', 'attach', 'portForward', 'containerLogs', 'runningpods', 'debug/pprof', 'logs']) {
-      this.route(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD'], new RegExp(`^/${prefix}(/.*)?$`), () => {
+      this.mux(`/${prefix}/`);
+      this.route(ANY_METHOD, new RegExp(`^/${prefix}/`), () => {
         throw new HttpError(405, 'Debug endpoints are disabled.');
       });
     }
   }
 
   private installSystemLogHandler(enabled: boolean): void {
-    this.route(['GET', 'HEAD'], /^\/logs(\/.*)?$/, async ({ request, response, url }) => {
-      if (!enabled) throw new HttpError(405, 'logs endpoint is disabled.');
+    this.mux('/logs/');
+    if (!enabled) {
+      this.route(ANY_METHOD, /^\/logs\//, () => {
+        throw new HttpError(405, 'logs endpoint is disabled.');
+      });
+      return;
+    }
+    this.route(['GET'], /^\/logs\/.*$/, async ({ request, response, url }) => {
       await serveNodeLogs(this.options.nodeLogDir ?? '/var/log', url.pathname.slice('/logs'.length), request, response);
+    });
+  }
+
+  /** Go: InstallProfilingHandler: GET /debug/pprof/{subpath:*} (an empty subpath has no route). */
+  private installProfilingHandler(enabled: boolean): void {
+    this.mux('/debug/pprof/');
+    if (!enabled) {
+      this.route(ANY_METHOD, /^\/debug\/pprof\//, () => {
+        throw new HttpError(405, 'profiling endpoint is disabled.');
+      });
+      return;
+    }
+    const profiling = new ProfilingHandler(this.options.clock ?? realClock);
+    this.route(['GET'], /^\/debug\/pprof\/(.+)$/, ({ response, url, params }) => profiling.serve(params[0]!, response, url.searchParams));
+  }
+
+  /** Go: InstallDebugFlagsHandler with routes.StringFlagPutHandler(logs.GlogSetter). */
+  private installDebugFlagsHandler(): void {
+    const setLogVerbosity = this.options.setLogVerbosity;
+    this.mux('/debug/flags/v');
+    this.route(ANY_METHOD, /^\/debug\/flags\/v$/, async ({ request, response }) => {
+      if (!setLogVerbosity) throw new HttpError(405, 'flags endpoint is disabled.');
+      const plain = (status: number, text: string) => response.writeHead(status, { 'content-type': 'text/plain', 'x-content-type-options': 'nosniff' }).end(text);
+      if (request.method !== 'PUT') return void plain(406, 'unsupported http method');
+      const value = (await readBody(request)).toString('utf8');
+      // klog's Level.Set: strconv.ParseInt(value, 10, 32).
+      const level = /^[+-]?\d+$/.test(value) ? Number(value) : Number.NaN;
+      if (!Number.isSafeInteger(level) || level < -(2 ** 31) || level >= 2 ** 31) {
+        const reason = Number.isNaN(level) ? 'invalid syntax' : 'value out of range';
+        return void plain(400, `failed set klog.logging.verbosity ${value}: strconv.ParseInt: parsing ${JSON.stringify(value)}: ${reason}`);
+      }
+      setLogVerbosity(level);
+      plain(200, `successfully set klog.logging.verbosity to ${value}`);
     });
   }
 

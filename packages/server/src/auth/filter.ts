@@ -51,6 +51,21 @@ function textResponse(statusCode: number, body: string): AuthCheck {
   return { allowed: false, statusCode, headers: { 'Content-Type': TEXT }, body };
 }
 
+/**
+ * Go's ServeMux redirect (301) to `path` (the clean path, or a subtree root with its trailing slash), the query
+ * kept, with http.Redirect's headers and its body for GET. It is answered before authentication, as Go's mux does.
+ */
+export function muxRedirect(request: Pick<IncomingMessage, 'url' | 'method'>, path: string): AuthCheck & { allowed: false } {
+  const url = request.url ?? '';
+  const q = url.indexOf('?');
+  const location = escapePath(path) + (q >= 0 && q < url.length - 1 ? url.slice(q) : '');
+  const headers: Record<string, string> = { Location: location };
+  let body = '';
+  if (request.method === 'GET' || request.method === 'HEAD') headers['Content-Type'] = 'text/html; charset=utf-8';
+  if (request.method === 'GET') body = `<a href="${htmlEscape(location)}">Moved Permanently</a>.\n\n`;
+  return { allowed: false, statusCode: 301, headers, body };
+}
+
 export class AuthFilter {
   private readonly logger: Logger;
   private readonly redirectUncleanPaths: boolean;
@@ -75,7 +90,7 @@ export class AuthFilter {
     }
     if (this.redirectUncleanPaths && request.method !== 'CONNECT') {
       const clean = cleanPath(path);
-      if (clean !== path) return this.redirect(request, clean);
+      if (clean !== path) return muxRedirect(request, clean);
     }
 
     let result;
@@ -148,18 +163,6 @@ export class AuthFilter {
       '\r\n';
     if (socket.writable) socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]));
     return false;
-  }
-
-  /** Go's ServeMux redirect to the clean path (query kept), with http.Redirect's body for GET. */
-  private redirect(request: IncomingMessage, clean: string): AuthCheck {
-    const url = request.url ?? '';
-    const q = url.indexOf('?');
-    const location = escapePath(clean) + (q >= 0 && q < url.length - 1 ? url.slice(q) : '');
-    const headers: Record<string, string> = { Location: location };
-    let body = '';
-    if (request.method === 'GET' || request.method === 'HEAD') headers['Content-Type'] = 'text/html; charset=utf-8';
-    if (request.method === 'GET') body = `<a href="${htmlEscape(location)}">Moved Permanently</a>.\n\n`;
-    return { allowed: false, statusCode: 301, headers, body };
   }
 }
 
