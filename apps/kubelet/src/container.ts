@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
 import { PodCache, createLogger, deferredApiClient, isMirrorPod, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { adjustableLogger } from './log-verbosity.js';
 import { RemoteImageService, RemoteRuntimeService, type ImageService, type RuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { EventedPLEG, GenericPLEG, type PodLifecycleEventGenerator } from '@kubelet-ts/pleg';
@@ -151,7 +152,8 @@ const singleton = <T>(factory: (c: DependencyContainer) => T) => ({ useFactory: 
 export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfig): void {
   c.register(Tokens.Config, { useValue: config });
   c.register<Clock>(Tokens.Clock, { useValue: realClock });
-  c.register<Logger>(Tokens.Logger, singleton(() => createLogger({ verbosity: config.verbosity, format: config.loggingFormat, name: 'kubelet' })));
+  // The verbosity can change at run time: PUT /debug/flags/v on the kubelet's port (Go: klog's setter).
+  c.register<Logger>(Tokens.Logger, singleton(() => adjustableLogger((verbosity) => createLogger({ verbosity, format: config.loggingFormat, name: 'kubelet' }), config.verbosity)));
   // API server mode (--kubeconfig): the client config; undefined in standalone mode.
   c.register<KubeConfig | undefined>(
     Tokens.KubeConfig,

@@ -12,6 +12,7 @@ import { ConfigError, type KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { KubeletServerHost } from './server-host.js';
+import { verbositySetter } from './log-verbosity.js';
 import type { CertificateManager } from '@kubelet-ts/certificate';
 
 /** What the kubelet's servers publish besides the routes: the metrics registries and the request counter. */
@@ -79,6 +80,8 @@ export async function startKubeletServers(c: DependencyContainer, kubelet: Kubel
       gate,
       enableDebuggingHandlers: config.enableDebuggingHandlers,
       enableSystemLogHandler: config.enableSystemLogHandler,
+      setLogVerbosity: verbositySetter(c.resolve<Logger>(Tokens.Logger)),
+      clock,
     });
     const unsubscribeServing = servingManager?.subscribe((pair) => {
       secure.setCertificate(pair.certPem, pair.keyPem);
