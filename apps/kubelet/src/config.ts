@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { getCiphers } from 'node:tls';
 import { hostname } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -127,12 +128,19 @@ const TLS_VERSIONS: Record<string, KubeletConfig['tlsMinVersion']> = {
   VersionTLS13: 'TLSv1.3',
 };
 
-/** Go's configurable cipher suite names (--tls-cipher-suites) as OpenSSL names them. */
-const TLS_CIPHER_SUITES: Record<string, string> = {
+/**
+ * Go's cipher suite names (--tls-cipher-suites: crypto/tls CipherSuites() and InsecureCipherSuites(), and the two
+ * older CHACHA20 names component-base keeps) as OpenSSL names them. TLS 1.3 suites are accepted and, as in Go, not
+ * configurable (null); suites this Node.js's OpenSSL cannot do (RC4, 3DES) are accepted with a warning and skipped.
+ */
+const TLS_CIPHER_SUITES: Record<string, string | null> = {
   TLS_RSA_WITH_AES_128_CBC_SHA: 'AES128-SHA',
   TLS_RSA_WITH_AES_256_CBC_SHA: 'AES256-SHA',
   TLS_RSA_WITH_AES_128_GCM_SHA256: 'AES128-GCM-SHA256',
   TLS_RSA_WITH_AES_256_GCM_SHA384: 'AES256-GCM-SHA384',
+  TLS_AES_128_GCM_SHA256: null,
+  TLS_AES_256_GCM_SHA384: null,
+  TLS_CHACHA20_POLY1305_SHA256: null,
   TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA: 'ECDHE-ECDSA-AES128-SHA',
   TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA: 'ECDHE-ECDSA-AES256-SHA',
   TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA: 'ECDHE-RSA-AES128-SHA',
@@ -147,7 +155,19 @@ const TLS_CIPHER_SUITES: Record<string, string> = {
   TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-ECDSA-CHACHA20-POLY1305',
 };
 
-/** Go's tls.VersionTLS12-style name to node's; errors name the field. */
+/** Go's InsecureCipherSuites(): accepted with Go's warning "Use of insecure cipher '<name>' detected.". */
+const INSECURE_TLS_CIPHER_SUITES: Record<string, string> = {
+  TLS_RSA_WITH_RC4_128_SHA: 'RC4-SHA',
+  TLS_RSA_WITH_3DES_EDE_CBC_SHA: 'DES-CBC3-SHA',
+  TLS_RSA_WITH_AES_128_CBC_SHA256: 'AES128-SHA256',
+  TLS_ECDHE_ECDSA_WITH_RC4_128_SHA: 'ECDHE-ECDSA-RC4-SHA',
+  TLS_ECDHE_RSA_WITH_RC4_128_SHA: 'ECDHE-RSA-RC4-SHA',
+  TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA: 'ECDHE-RSA-DES-CBC3-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256: 'ECDHE-ECDSA-AES128-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256: 'ECDHE-RSA-AES128-SHA256',
+};
+
+/** Go's tls.VersionTLS12-style name to node's; errors name the field and carry Go's text. */
 export function parseTLSVersion(value: string | undefined, field: string): KubeletConfig['tlsMinVersion'] {
   if (value === undefined || value === '') return undefined;
   const version = TLS_VERSIONS[value];
@@ -155,13 +175,29 @@ export function parseTLSVersion(value: string | undefined, field: string): Kubel
   return version;
 }
 
-/** Go's cipher suite names to OpenSSL's; TLS 1.3 suites are not configurable, as in Go. */
-export function parseCipherSuites(values: string[], field: string): string[] {
-  return values.map((name) => {
-    const cipher = TLS_CIPHER_SUITES[name];
-    if (!cipher) throw new ConfigError(`${field}: cipher suite ${name} not supported or doesn't exist`);
-    return cipher;
-  });
+/**
+ * Go's cliflag.TLSCipherSuites: Go's cipher suite names to OpenSSL's. An unknown name is Go's error; an insecure
+ * one Go's warning; TLS 1.3 suites are not configurable (as in Go) and one OpenSSL cannot do is skipped with a warning.
+ */
+export function parseCipherSuites(values: string[], field: string, warnings: ConfigWarning[] = []): string[] {
+  const available = new Set(getCiphers().map((name) => name.toUpperCase()));
+  const ciphers: string[] = [];
+  for (const name of values) {
+    const insecure = INSECURE_TLS_CIPHER_SUITES[name];
+    const cipher = insecure ?? TLS_CIPHER_SUITES[name];
+    if (cipher === undefined) throw new ConfigError(`${field}: Cipher suite ${name} not supported or doesn't exist`);
+    if (insecure) warnings.push({ msg: `Use of insecure cipher '${name}' detected.` });
+    if (cipher === null) continue;
+    if (!available.has(cipher)) {
+      warnings.push({ msg: `Cipher suite ${name} is not available in this Node.js's OpenSSL: skipped`, kv: { field, openssl: cipher } });
+      continue;
+    }
+    if (!ciphers.includes(cipher)) ciphers.push(cipher);
+  }
+  if (values.some((name) => TLS_CIPHER_SUITES[name] !== null) && ciphers.length === 0) {
+    throw new ConfigError(`${field}: none of the cipher suites ${values.join(', ')} is available in this Node.js's OpenSSL`);
+  }
+  return ciphers;
 }
 
 export class ConfigError extends Error {
@@ -486,7 +522,7 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
     tlsPrivateKeyFile: abs(flags.tlsPrivateKeyFile) ?? abs(file.tlsPrivateKeyFile),
     certDir: abs(flags.certDir) ?? join(rootDir, 'pki'),
     tlsMinVersion: parseTLSVersion(flags.tlsMinVersion ?? file.tlsMinVersion, flags.tlsMinVersion !== undefined ? '--tls-min-version' : 'tlsMinVersion'),
-    tlsCipherSuites: parseCipherSuites(flags.tlsCipherSuites ?? file.tlsCipherSuites ?? [], flags.tlsCipherSuites !== undefined ? '--tls-cipher-suites' : 'tlsCipherSuites'),
+    tlsCipherSuites: parseCipherSuites(flags.tlsCipherSuites ?? file.tlsCipherSuites ?? [], flags.tlsCipherSuites !== undefined ? '--tls-cipher-suites' : 'tlsCipherSuites', warnings),
     authentication: {
       x509ClientCAFile: abs(flags.clientCaFile) ?? abs(file.authentication?.x509?.clientCAFile),
       // Go's KubeletConfiguration defaults: webhook on, anonymous off. Standalone there is no API server to ask.

@@ -142,3 +142,24 @@ t.test("the gate list: Go v1.20's kubelet --help entries, then the GA and deprec
   const locked = Object.entries(GO_KUBELET_1_20_FEATURE_GATES).filter(([, spec]) => spec.lockToDefault).map(([name]) => name);
   t.equal(locked.length, 23);
 });
+
+t.test("--tls-min-version and --tls-cipher-suites: Go's names, Go's errors and warnings", async (t) => {
+  const config = resolveConfig(
+    parseFlags(['--tls-min-version=VersionTLS13', '--tls-cipher-suites=TLS_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305,TLS_RSA_WITH_RC4_128_SHA']),
+  );
+  t.equal(config.tlsMinVersion, 'TLSv1.3');
+  t.same(config.tlsCipherSuites, ['ECDHE-RSA-AES128-SHA256', 'ECDHE-RSA-CHACHA20-POLY1305'], 'TLS 1.3 suites are not configurable, as in Go; RC4 is not in OpenSSL 3');
+  t.same(
+    config.warnings.map((w) => w.msg),
+    [
+      "Use of insecure cipher 'TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256' detected.",
+      "Use of insecure cipher 'TLS_RSA_WITH_RC4_128_SHA' detected.",
+      "Cipher suite TLS_RSA_WITH_RC4_128_SHA is not available in this Node.js's OpenSSL: skipped",
+    ],
+    "Go's warning for each insecure suite",
+  );
+  t.throws(() => resolveConfig(parseFlags(['--tls-min-version=VersionTLS99'])), { message: /--tls-min-version: unknown tls version "VersionTLS99"/ });
+  t.throws(() => resolveConfig(parseFlags([`--config=${configFile('tlsCipherSuites: [NOPE]\n')}`])), { message: "tlsCipherSuites: Cipher suite NOPE not supported or doesn't exist" });
+  t.throws(() => resolveConfig(parseFlags(['--tls-cipher-suites=TLS_RSA_WITH_RC4_128_SHA'])), { message: /none of the cipher suites TLS_RSA_WITH_RC4_128_SHA is available/ });
+  t.same(resolveConfig(parseFlags(['--tls-cipher-suites=TLS_AES_256_GCM_SHA384'])).tlsCipherSuites, [], 'only TLS 1.3 suites: the defaults');
+});

@@ -95,7 +95,7 @@ t.test('bad server configuration names what is wrong', async (t) => {
   t.throws(() => resolve('--authentication-token-webhook'), /authentication.webhook.enabled: no API server/);
   t.throws(() => resolve(`--kubeconfig=${kubeconfig}`, '--authorization-mode=RBAC'), /authorization.mode: invalid value "RBAC": must be AlwaysAllow or Webhook/);
   t.throws(() => resolve('--tls-min-version=TLS1.2'), /--tls-min-version: unknown tls version "TLS1.2"/);
-  t.throws(() => resolve('--tls-cipher-suites=TLS_NOPE'), /--tls-cipher-suites: cipher suite TLS_NOPE not supported/);
+  t.throws(() => resolve('--tls-cipher-suites=TLS_NOPE'), /--tls-cipher-suites: Cipher suite TLS_NOPE not supported or doesn't exist/);
   t.throws(() => resolve('--container-log-max-files=1'), /containerLogMaxFiles: Invalid value: 1: must be greater than 1/);
   t.throws(() => resolve('--container-log-max-size=lots'), /containerLogMaxSize: Invalid value: "lots"/);
   t.throws(() => parseFlags(['--read-only-port=70000']), /port must be between 0 and 65535/);

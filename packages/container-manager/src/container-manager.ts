@@ -20,6 +20,7 @@ import { createCgroupManagerSync, SYSTEMD_DRIVER_UNSUPPORTED } from './cgroup-ma
 import { aggregateMessage, cgroupfsName, formatCgroupName, newCgroupName, parseCgroupfsToCgroupName, quoteCgroupName } from './cgroup-names.js';
 import { NoopPodContainerManager, PodContainerManager, type KillProcess, type PodCgroupManager } from './pod-container-manager.js';
 import { podRequestsAndLimits } from './resources.js';
+import { setupKernelTunables, type KernelTunablesOptions } from './kernel-tunables.js';
 import type { CgroupDriver, CgroupManager, CgroupName, CgroupVersion, QOSContainersInfo, ResourceConfig } from './types.js';
 
 /** Go: kubetypes.NodeAllocatableEnforcementKey and friends (--enforce-node-allocatable values). */
@@ -71,6 +72,11 @@ export interface ContainerManagerOptions {
   recorder?: EventRecorder;
   /** The node the events are about (core's nodeReference(nodeName)). */
   nodeRef?: V1ObjectReference;
+  /**
+   * Go: setupNode's setupKernelTunables: the kernel tunables the kubelet expects, checked as start() begins
+   * (`error`: --protect-kernel-defaults; `modify`: Go's default). Left out: the tunables are not looked at.
+   */
+  kernelTunables?: KernelTunablesOptions;
   clock?: Clock;
   logger?: Logger;
 }
@@ -294,6 +300,7 @@ export class ContainerManager {
     validateContainerManagerOptions(this.opts);
     if ((this.opts.cgroupDriver ?? 'cgroupfs') === 'systemd' && !this.opts.cgroupManager) throw new Error(SYSTEMD_DRIVER_UNSUPPORTED);
     this.validateNodeAllocatable();
+    if (this.opts.kernelTunables) await setupKernelTunables({ logger: this.logger, ...this.opts.kernelTunables });
     this.activePods = activePods;
     if (this.cgroupsPerQOS) {
       const cm = this.manager();

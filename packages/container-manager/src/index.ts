@@ -13,6 +13,15 @@ export {
   type CgroupfsManagerOptions,
   type CreateCgroupManagerOptions,
 } from './cgroup-manager.js';
+export {
+  KUBELET_KERNEL_TUNABLES,
+  ProcSysctl,
+  setupKernelTunables,
+  type KernelTunableBehavior,
+  type KernelTunableChange,
+  type KernelTunablesOptions,
+  type Sysctl,
+} from './kernel-tunables.js';
 export { podRequestsAndLimits, resourceConfigForPod, type ResourceConfigForPodOptions } from './resources.js';
 export {
   cleanupOrphanedPodCgroups,
