@@ -118,6 +118,7 @@ export function appArmorProfileFor(pod: V1Pod, container: V1Container): V1AppArm
 
 /** The AppArmor settings for the CRI: the SecurityProfile and the deprecated profile string. */
 export interface CriAppArmorProfile {
+  /** The profile as a CRI SecurityProfile (RuntimeDefault, Unconfined, or Localhost with its name). */
   apparmor: runtimeapi.SecurityProfileInit;
   /** runtime/default, unconfined or localhost/<name> (the CRI's deprecated apparmor_profile). */
   apparmorProfile: string;
