@@ -13,15 +13,31 @@ const CRI_PROPAGATION: Record<ContainerMount['propagation'], runtimeapi.MountPro
   Bidirectional: runtimeapi.MountPropagation.PROPAGATION_BIDIRECTIONAL,
 };
 
-/** The CRI mounts of a container from its pod's set-up volumes; none without a volume manager. */
+/** What criMountsFor needs of the volume manager. */
+export interface ContainerMountSource {
+  getMountedVolumesForPod(podUid: string): ReadonlyMap<string, MountedVolume>;
+  /**
+   * The container's mounts with subPaths bind-mounted under the pod's `volume-subpaths/` (the volume
+   * manager's). Without it a volumeMount with a subPath is refused, never handed over by its path.
+   */
+  getContainerMounts?(pod: V1Pod, container: V1Container, env?: ReadonlyMap<string, string>): Promise<ContainerMount[]>;
+}
+
+/**
+ * The CRI mounts of a container from its pod's set-up volumes; none without a volume manager. A
+ * subPath's host path is its bind mount of the opened subPath (Go: PrepareSafeSubpath), so a symlink
+ * swapped into the volume after the checks cannot redirect the runtime.
+ */
 export async function criMountsFor(
-  volumes: { getMountedVolumesForPod(podUid: string): ReadonlyMap<string, MountedVolume> } | undefined,
+  volumes: ContainerMountSource | undefined,
   pod: V1Pod,
   container: V1Container,
   env: ReadonlyMap<string, string>,
 ): Promise<runtimeapi.MountInit[]> {
   if (!volumes || !container.volumeMounts?.length) return [];
-  const mounts = await makeMounts(pod, container, volumes.getMountedVolumesForPod(pod.metadata?.uid ?? ''), { env });
+  const mounts = volumes.getContainerMounts
+    ? await volumes.getContainerMounts(pod, container, env)
+    : await makeMounts(pod, container, volumes.getMountedVolumesForPod(pod.metadata?.uid ?? ''), { env });
   return mounts.map((m) => ({
     containerPath: m.containerPath,
     hostPath: m.hostPath,

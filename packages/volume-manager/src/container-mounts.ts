@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { defaultLogger, type Logger } from '@kubelet-ts/core';
 import { expandSubPathExpr, prepareSubPath } from './subpath.js';
-import type { MountedVolume } from './types.js';
+import type { Mounter, MountedVolume } from './types.js';
 
 export type MountPropagation = 'Private' | 'HostToContainer' | 'Bidirectional';
 
@@ -21,6 +21,13 @@ export interface ContainerMount {
 export interface MakeMountsOptions {
   /** The container's environment, for subPathExpr. */
   env?: ReadonlyMap<string, string>;
+  /**
+   * `<podsDir>/<uid>`, where subPaths are bind-mounted (`volume-subpaths/`). With `mounter`, required for
+   * a volumeMount with a subPath: without them such a mount is refused rather than handed over unsafely.
+   */
+  podDir?: string;
+  /** Bind-mounts subPaths (Go: the subpather's mounter). */
+  mounter?: Mounter;
   logger?: Logger;
 }
 
@@ -41,12 +48,13 @@ export function translateMountPropagation(mode: string | undefined): MountPropag
 
 /**
  * The mounts of one container. A volumeMount naming a volume that is not set up fails with Go's
- * `cannot find volume "x" to mount into container "c"`; subPath problems fail with Go's messages.
+ * `cannot find volume "x" to mount into container "c"`; subPath problems fail with Go's messages. A
+ * subPath's host path is its bind mount under `<podDir>/volume-subpaths/` (see prepareSubPath).
  */
 export async function makeMounts(pod: V1Pod, container: V1Container, volumes: ReadonlyMap<string, MountedVolume>, opts: MakeMountsOptions = {}): Promise<ContainerMount[]> {
   const logger = opts.logger ?? defaultLogger;
   const mounts: ContainerMount[] = [];
-  for (const mount of container.volumeMounts ?? []) {
+  for (const [index, mount] of (container.volumeMounts ?? []).entries()) {
     const volume = volumes.get(mount.name);
     if (!volume) {
       logger.error('Mount cannot be satisfied for the container, because the volume is missing', undefined, {
@@ -58,9 +66,23 @@ export async function makeMounts(pod: V1Pod, container: V1Container, volumes: Re
     }
     let subPath = mount.subPath ?? '';
     if (mount.subPathExpr) subPath = expandSubPathExpr(mount.subPathExpr, opts.env ?? new Map());
-    const hostPath = subPath
-      ? await prepareSubPath({ volumePath: volume.path, subPath, volumeMountName: mount.name, containerName: container.name, logger })
-      : volume.path;
+    let hostPath = volume.path;
+    if (subPath) {
+      if (opts.podDir === undefined || opts.mounter === undefined) {
+        throw new Error(
+          `cannot mount subPath of volumeMount ${JSON.stringify(mount.name)} of container ${JSON.stringify(container.name)}: ` +
+            'makeMounts needs the pod directory and a mounter to bind-mount it safely',
+        );
+      }
+      hostPath = await prepareSubPath({
+        volumePath: volume.path,
+        subPath,
+        volumeMountName: mount.name,
+        containerName: container.name,
+        bind: { podDir: opts.podDir, volumeName: mount.name, volumeMountIndex: index, mounter: opts.mounter },
+        logger,
+      });
+    }
     const containerPath = path.isAbsolute(mount.mountPath) ? mount.mountPath : `/${mount.mountPath}`;
     mounts.push({
       name: mount.name,

@@ -26,7 +26,19 @@ export {
 } from './volume-manager.js';
 export { escapePluginName, podVolumeDir, podVolumeNamesInUse, podVolumesDir, uniquePodVolumeName, unescapePluginName } from './names.js';
 export { makeMounts, translateMountPropagation, type ContainerMount, type MakeMountsOptions, type MountPropagation } from './container-mounts.js';
-export { expandSubPathExpr, prepareSubPath, safeMakeDir, type PrepareSubPathOptions } from './subpath.js';
+export {
+  CONTAINER_SUBPATH_DIRECTORY_NAME,
+  bindSubPath,
+  cleanSubPaths,
+  expandSubPathExpr,
+  prepareSubPath,
+  safeMakeDir,
+  subPathBindTarget,
+  type BindSubPathHooks,
+  type PrepareSubPathOptions,
+  type SubPath,
+  type SubPathBindOptions,
+} from './subpath.js';
 export { SystemMounter, parseMountInfo, type CommandRunner, type SystemMounterOptions, type MountInfoEntry } from './mounter.js';
 export { setVolumeOwnership, type OwnershipFs, type OwnershipStat, type SetVolumeOwnershipOptions, type FSGroupChangePolicy } from './ownership.js';
 export { AtomicWriter, validatePath, validatePayload, type AtomicWriterFs, type AtomicWriterOptions, type FileProjection } from './atomic-writer.js';

@@ -141,6 +141,15 @@ export class SystemMounter implements Mounter {
     // Without size the kernel's default (half of RAM) applies, as Go does for a zero size.
     if (options.sizeBytes !== undefined && options.sizeBytes > 0) args.push('-o', `size=${Math.ceil(options.sizeBytes)}`);
     args.push('tmpfs', target);
+    await this.mount(args, `mounting tmpfs at ${target}`);
+  }
+
+  /** `mount --no-canonicalize -o bind <source> <target>`, as Go's doBindSubPath mounts a subPath. */
+  async bindMount(source: string, target: string): Promise<void> {
+    await this.mount(['--no-canonicalize', '-o', 'bind', source, target], `bind-mounting ${source} at ${target}`);
+  }
+
+  private async mount(args: string[], what: string): Promise<void> {
     try {
       await this.run(this.mountCommand, args);
     } catch (e) {
@@ -153,7 +162,7 @@ export class SystemMounter implements Mounter {
       const notPermitted =
         errorCode(err) === 'EPERM' || errorCode(err) === 'EACCES' || permissionHints.some((re) => re.test(output));
       const message = notPermitted
-        ? `mounting tmpfs at ${target} is not permitted for this user or host (it needs root or CAP_SYS_ADMIN in the mount namespace): ${goText}`
+        ? `${what} is not permitted for this user or host (it needs root or CAP_SYS_ADMIN in the mount namespace): ${goText}`
         : goText;
       throw Object.assign(new Error(message, { cause: err }), { code: notPermitted ? 'EPERM' : err.code });
     }

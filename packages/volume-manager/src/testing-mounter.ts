@@ -3,18 +3,22 @@ import path from 'node:path';
 import { pathWithinBase } from './mounter.js';
 import type { Mounter } from './types.js';
 
-export type FakeMountOperation = 'mountTmpfs' | 'unmount' | 'isMountPoint' | 'mountPointsUnder';
+export type FakeMountOperation = 'mountTmpfs' | 'bindMount' | 'unmount' | 'isMountPoint' | 'mountPointsUnder';
 
 export interface FakeMountCall {
   op: FakeMountOperation;
   target: string;
   sizeBytes?: number;
+  /** A bind mount's source. */
+  source?: string;
 }
 
 export interface FakeMount {
   target: string;
   fsType: string;
   sizeBytes?: number;
+  /** A bind mount's source (fsType `bind`). */
+  source?: string;
 }
 
 /**
@@ -55,6 +59,13 @@ export class FakeMounter implements Mounter {
     this.record({ op: 'mountTmpfs', target, ...(options.sizeBytes !== undefined ? { sizeBytes: options.sizeBytes } : {}) });
     this.maybeFail('mountTmpfs');
     this.mounts.push({ target: path.resolve(target), fsType: 'tmpfs', ...(options.sizeBytes !== undefined ? { sizeBytes: options.sizeBytes } : {}) });
+  }
+
+  /** Records a bind mount (fsType `bind`); the target on disk stays as it was. */
+  async bindMount(source: string, target: string): Promise<void> {
+    this.record({ op: 'bindMount', target, source });
+    this.maybeFail('bindMount');
+    this.mounts.push({ target: path.resolve(target), fsType: 'bind', source });
   }
 
   async unmount(target: string): Promise<void> {

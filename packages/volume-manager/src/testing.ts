@@ -1,7 +1,9 @@
 // Test doubles of @kubelet-ts/volume-manager: a VolumeManager that mounts nothing, an in-memory Mounter
 // and in-memory API objects, so a kubelet test needs neither root nor an API server.
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { makeMounts, type ContainerMount } from './container-mounts.js';
 import { podVolumeNamesInUse } from './names.js';
+import { FakeMounter } from './testing-mounter.js';
 import type { MountedVolume } from './types.js';
 import type { VolumeManager } from './volume-manager.js';
 
@@ -20,6 +22,8 @@ export class FakeVolumeManager implements VolumeManager {
   /** When set, waitForAttachAndMount rejects with it. */
   mountError: Error | undefined;
   volumesInUse: string[] = [];
+  /** What getContainerMounts bind-mounts subPaths with (nothing happens on disk). */
+  readonly mounter = new FakeMounter();
   private readonly mounted = new Map<string, Map<string, MountedVolume>>();
   private started = false;
 
@@ -50,6 +54,12 @@ export class FakeVolumeManager implements VolumeManager {
 
   getMountedVolumesForPod(podUid: string): Map<string, MountedVolume> {
     return new Map(this.mounted.get(podUid) ?? []);
+  }
+
+  /** makeMounts over the fake volumes; a subPath fails (the fake volume paths do not exist). */
+  getContainerMounts(pod: V1Pod, container: V1Container, env?: ReadonlyMap<string, string>): Promise<ContainerMount[]> {
+    const uid = pod.metadata?.uid ?? '';
+    return makeMounts(pod, container, this.getMountedVolumesForPod(uid), { env, podDir: `${this.root}/${uid}`, mounter: this.mounter });
   }
 
   podVolumesExist(podUid: string): boolean {

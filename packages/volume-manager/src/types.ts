@@ -15,6 +15,11 @@ import type { Clock, Logger } from '@kubelet-ts/core';
 export interface Mounter {
   /** `mount -t tmpfs -o size=<sizeBytes> tmpfs <target>`; rejects with the mount error (e.g. not permitted). */
   mountTmpfs(target: string, options?: { sizeBytes?: number }): Promise<void>;
+  /**
+   * A bind mount of source at target (`mount --no-canonicalize -o bind`); source may be a
+   * `/proc/<pid>/fd/<fd>` link, which the kernel follows to the opened file. Rejects with the mount error.
+   */
+  bindMount(source: string, target: string): Promise<void>;
   /** Unmounts target; no error when it is not a mount point. */
   unmount(target: string): Promise<void>;
   /** Whether target is itself a mount point. */

@@ -3,7 +3,7 @@
 // and the pod sync waits until every volume its containers mount is set up.
 import { readdir, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import {
   abortReason,
   Backoff,
@@ -25,6 +25,8 @@ import {
   unescapePluginName,
   uniquePodVolumeName,
 } from './names.js';
+import { makeMounts, type ContainerMount } from './container-mounts.js';
+import { cleanSubPaths } from './subpath.js';
 import { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type VolumeToMount } from './state.js';
 import type {
   ConfigMapGetter,
@@ -69,6 +71,11 @@ export interface VolumeManager {
   waitForUnmount(pod: V1Pod, signal?: AbortSignal): Promise<void>;
   /** The set-up volumes of a pod by the pod's volume name (what the container mounts are made from). */
   getMountedVolumesForPod(podUid: string): Map<string, MountedVolume>;
+  /**
+   * The mounts of one of the pod's containers from its set-up volumes (Go: makeMounts), a subPath
+   * bind-mounted under `<podDir>/volume-subpaths/`; rejects with Go's messages.
+   */
+  getContainerMounts(pod: V1Pod, container: V1Container, env?: ReadonlyMap<string, string>): Promise<ContainerMount[]>;
   /** Whether anything of the pod's volumes is still set up (Go: podVolumesExist). */
   podVolumesExist(podUid: string): boolean;
   /** Go: GetVolumesInUse, for node status `volumesInUse`. */
@@ -376,6 +383,16 @@ export class KubeletVolumeManager implements VolumeManager {
   private async unmountVolume(volume: ActualVolume): Promise<void> {
     const plugin = this.pluginsByName.get(volume.pluginName);
     try {
+      // Go: the subPath bind mounts of the volume go first (operation_generator's UnmountVolume).
+      try {
+        await cleanSubPaths(this.opts.mounter, podDir(this.opts.podsDir, volume.podUid), volume.volumeName, this.logger);
+      } catch (err) {
+        throw new Error(
+          `error cleaning subPath mounts for volume ${JSON.stringify(volume.volumeName)} (UniqueName: ${JSON.stringify(volume.uniqueName)}) ` +
+            `pod ${JSON.stringify(volume.podUid)} (UID: ${JSON.stringify(volume.podUid)}) : ${errorText(err)}`,
+          { cause: err },
+        );
+      }
       if (plugin) await plugin.tearDown(volume.dir, this.host);
       else await rm(volume.dir, { recursive: true, force: true });
       this.actual.markUnmounted(volume.podUid, volume.volumeName);
@@ -491,6 +508,16 @@ export class KubeletVolumeManager implements VolumeManager {
     return this.reconstructed && this.running;
   }
 
+  getContainerMounts(pod: V1Pod, container: V1Container, env?: ReadonlyMap<string, string>): Promise<ContainerMount[]> {
+    const uid = pod.metadata?.uid ?? '';
+    return makeMounts(pod, container, this.getMountedVolumesForPod(uid), {
+      env,
+      podDir: podDir(this.opts.podsDir, uid),
+      mounter: this.opts.mounter,
+      logger: this.logger,
+    });
+  }
+
   podVolumesExist(podUid: string): boolean {
     return this.actual.volumesOf(podUid).length > 0;
   }
@@ -554,13 +581,25 @@ export class KubeletVolumeManager implements VolumeManager {
         continue;
       }
       const dir = podDir(this.opts.podsDir, uid);
+      // subPath bind mounts its volumes' teardown left (a kubelet that stopped in between) go first;
+      // what still cannot be unmounted keeps the directory.
+      const subPathsDir = podVolumeSubpathsDir(this.opts.podsDir, uid);
+      let subPathsLeft = false;
+      for (const volumeName of await listDir(subPathsDir)) {
+        try {
+          await cleanSubPaths(this.opts.mounter, dir, volumeName, this.logger);
+        } catch (err) {
+          subPathsLeft = true;
+          this.logger.error('Orphaned pod found, but failed to clean up its volume subpaths', err, { podUID: uid, volumeName });
+        }
+      }
+      if (subPathsLeft) continue;
       const mounts = await this.opts.mounter.mountPointsUnder(dir);
       if (mounts.length > 0) {
         this.logger.error('Orphaned pod found, but volumes are still mounted on disk', undefined, { podUID: uid, paths: mounts });
         continue;
       }
       try {
-        await rm(podVolumeSubpathsDir(this.opts.podsDir, uid), { recursive: true, force: true });
         await rm(dir, { recursive: true, force: true });
         this.logger.v(3).info('Orphaned pod found, removing', { podUID: uid });
       } catch (err) {

@@ -11,6 +11,7 @@ import type { Mounter, NodeFacts, VolumeContext, VolumeHost } from '../src/types
 export class RecordingMounter implements Mounter {
   readonly mountCalls: Array<{ target: string; options?: { sizeBytes?: number } }> = [];
   readonly unmountCalls: string[] = [];
+  readonly bindCalls: Array<{ source: string; target: string }> = [];
   readonly mounted = new Set<string>();
   /** The next mountTmpfs rejects with it. */
   mountError: Error | undefined;
@@ -22,6 +23,11 @@ export class RecordingMounter implements Mounter {
       this.mountError = undefined;
       throw err;
     }
+    this.mounted.add(target);
+  }
+
+  async bindMount(source: string, target: string): Promise<void> {
+    this.bindCalls.push({ source, target });
     this.mounted.add(target);
   }
 
