@@ -1,5 +1,5 @@
 import { statSync, watch as fsWatch, type FSWatcher } from 'node:fs';
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { lstat, readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { Backoff, deepEqual, forEachLimit, PodOperation, PodSource, defaultLogger, realClock, type Clock, type Logger, type PodSourceName, type TimerHandle } from '@kubelet-ts/core';
@@ -310,8 +310,15 @@ export class FileSource {
       st = await stat(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-        if (this.entries.get(file)?.pod) this.version++;
-        this.entries.delete(file);
+        const entry = this.entries.get(file);
+        if (entry?.pod) this.version++;
+        // A symlink whose target is gone is still in the directory: Go reports it ("Could not get metadata"), once.
+        if ((await lstat(file).catch(() => undefined))?.isSymbolicLink()) {
+          if (entry) entry.pod = undefined;
+          this.reportError(file, "Can't get metadata for manifest file", err);
+        } else {
+          this.entries.delete(file);
+        }
         return;
       }
       this.reportError(file, "Can't get metadata for manifest file", err);

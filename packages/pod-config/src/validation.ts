@@ -219,7 +219,7 @@ export function validatePod(pod: V1Pod): FieldError[] {
         if (!m.mountPath) errs.push({ field: `${path}.volumeMounts[${j}].mountPath`, type: 'Required value' });
         else if (mountPaths.has(m.mountPath)) errs.push({ field: `${path}.volumeMounts[${j}].mountPath`, type: 'Invalid value', value: m.mountPath, detail: 'must be unique' });
         else mountPaths.add(m.mountPath);
-        validateSubPath(m, `${path}.volumeMounts[${j}]`, errs);
+        validateSubPath(m, `${path}.volumeMounts`, j, errs);
       });
     });
   };
@@ -302,8 +302,9 @@ function validateVolumeSource(v: V1Volume, field: string, errs: FieldError[]): v
     validateFileMode(v.secret.defaultMode, `${field}.secret.defaultMode`, errs);
   }
   if (v.downwardAPI) {
-    (v.downwardAPI.items ?? []).forEach((item, i) => {
-      const path = `${field}.downwardAPI.items[${i}]`;
+    // Go 1.20 names a downwardAPI file's fields without its index (validateDownwardAPIVolumeFile gets the volume's path).
+    (v.downwardAPI.items ?? []).forEach((item) => {
+      const path = `${field}.downwardAPI`;
       if (!item.path) errs.push({ field: `${path}.path`, type: 'Required value' });
       validateLocalNonReservedPath(item.path ?? '', `${path}.path`, errs);
       validateFileMode(item.mode, `${path}.mode`, errs);
@@ -315,8 +316,8 @@ function validateVolumeSource(v: V1Volume, field: string, errs: FieldError[]): v
       const path = `${field}.projected.sources[${i}]`;
       if (source.configMap) validateKeyToPaths(source.configMap.items, `${path}.configMap.items`, errs);
       if (source.secret) validateKeyToPaths(source.secret.items, `${path}.secret.items`, errs);
-      (source.downwardAPI?.items ?? []).forEach((item, j) => {
-        const itemPath = `${path}.downwardAPI.items[${j}]`;
+      (source.downwardAPI?.items ?? []).forEach((item) => {
+        const itemPath = `${path}.downwardAPI`;
         if (!item.path) errs.push({ field: `${itemPath}.path`, type: 'Required value' });
         validateLocalNonReservedPath(item.path ?? '', `${itemPath}.path`, errs);
       });
@@ -326,11 +327,16 @@ function validateVolumeSource(v: V1Volume, field: string, errs: FieldError[]): v
   }
 }
 
-/** Go's ValidateVolumeMounts for subPath and subPathExpr. */
-function validateSubPath(m: V1VolumeMount, field: string, errs: FieldError[]): void {
-  if (m.subPath && m.subPathExpr) errs.push({ field: `${field}.subPathExpr`, type: 'Invalid value', value: m.subPathExpr, detail: 'subPathExpr and subPath are mutually exclusive' });
-  if (m.subPath) validateLocalDescendingPath(m.subPath, `${field}.subPath`, errs);
-  if (m.subPathExpr) validateLocalDescendingPath(m.subPathExpr, `${field}.subPathExpr`, errs);
+/**
+ * Go's ValidateVolumeMounts for subPath and subPathExpr. As in Go 1.20, the path checks name the list
+ * (`volumeMounts.subPath`), the exclusivity check the mount (`volumeMounts[i].subPathExpr`).
+ */
+function validateSubPath(m: V1VolumeMount, listField: string, index: number, errs: FieldError[]): void {
+  if (m.subPath) validateLocalDescendingPath(m.subPath, `${listField}.subPath`, errs);
+  if (m.subPathExpr) {
+    if (m.subPath) errs.push({ field: `${listField}[${index}].subPathExpr`, type: 'Invalid value', value: m.subPathExpr, detail: 'subPathExpr and subPath are mutually exclusive' });
+    validateLocalDescendingPath(m.subPathExpr, `${listField}.subPathExpr`, errs);
+  }
 }
 
 const envVarNameFmt = '[-._a-zA-Z][-._a-zA-Z0-9]*';

@@ -161,6 +161,31 @@ t.test('a file that cannot be stat\'ed (a symlink loop) is reported once and cou
   await source.stop();
 });
 
+t.test('a dangling symlink is reported once, naming it; a pod whose link target goes away is removed', async (t) => {
+  const dir = await tempDir(t);
+  const elsewhere = await tempDir(t);
+  await symlink(join(elsewhere, 'missing.yaml'), join(dir, 'dangling.yaml'));
+  await writeManifest(elsewhere, 'target.yaml', 'linked');
+  await symlink(join(elsewhere, 'target.yaml'), join(dir, 'linked.yaml'));
+  const { source, logger, clock, rec } = make(dir);
+  source.start();
+  await source.settled();
+  t.same(rec.names(), ['linked-node-1'], 'a symlink to a manifest is read');
+  await tick(clock, source);
+  const errors = () => logger.entries.filter((e) => e.level === 'error');
+  t.equal(errors().length, 1, logger.lines().join('\n'));
+  t.match(errors()[0], { msg: "Can't get metadata for manifest file; skipping it", kv: { path: join(dir, 'dangling.yaml') } });
+  t.match(String((errors()[0].err as Error).message), /ENOENT/);
+  t.match(source.stats(), { invalidManifests: 1, skippedFiles: 1 });
+  await unlink(join(elsewhere, 'target.yaml'));
+  await tick(clock, source);
+  await tick(clock, source);
+  t.same(rec.names(), [], 'the pod went with its target');
+  t.equal(errors().length, 2, 'the newly dangling link is reported, once');
+  t.match(source.stats(), { invalidManifests: 2, skippedFiles: 2 });
+  await source.stop();
+});
+
 t.test('a half-written file is skipped, then read again on the next re-list', async (t) => {
   const dir = await tempDir(t);
   const text = manifestYaml('web');
