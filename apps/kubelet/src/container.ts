@@ -590,9 +590,9 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         cpuCfsQuota: config.cpuCFSQuota,
         cpuCfsQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
         podPidsLimit: config.podPidsLimit,
-        // Go sets differing kernel tunables unless --protect-kernel-defaults; kubelet-ts reports them and leaves the
-        // machine's sysctls alone (a deliberate difference: the node's kernel settings stay the operator's).
-        kernelTunables: { behavior: config.protectKernelDefaults ? 'error' : 'warn' },
+        // As Go: differing kernel tunables (vm.overcommit_memory=1, kernel.panic=10, ...) are set, unless
+        // --protect-kernel-defaults, which refuses to start instead.
+        kernelTunables: { behavior: config.protectKernelDefaults ? 'error' : 'modify' },
         recorder: c.resolve(Tokens.EventRecorder),
         nodeRef: nodeReference(config.nodeName),
         clock: c.resolve(Tokens.Clock),
