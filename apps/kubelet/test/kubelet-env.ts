@@ -86,8 +86,10 @@ export function setupKubelet(opts: { flags?: string[]; runtime?: FakeContainerRu
     }
   };
   /** Gives real event loop turns (1 ms each, at most 200) until cond holds; fake time stands still. */
-  const settle = async (cond: () => boolean) => {
-    for (let i = 0; i < 200 && !cond(); i++) await new Promise((resolve) => setTimeout(resolve, 1));
+  // Lets the kubelet's promises run until cond holds; the bound is generous (a loaded CI machine), not a timing check.
+  const settle = async (cond: () => boolean, realMs = 10_000) => {
+    const deadline = Date.now() + realMs;
+    while (!cond() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
   };
   const cache = c.resolve<PodCache>(Tokens.PodCache);
   /** The PLEG would write fresh statuses to the cache after each relist; do what it would. */

@@ -31,7 +31,7 @@ async function startPod(env: ReturnType<typeof setupKubelet>, pod: V1Pod): Promi
   for (let i = 0; i < 30 && statusOf(env, pod)?.phase !== 'Running'; i++) {
     await env.relist();
     await env.advance(100);
-    await env.settle(() => statusOf(env, pod)?.phase === 'Running');
+    await env.settle(() => statusOf(env, pod)?.phase === 'Running', 200);
   }
 }
 
@@ -245,7 +245,7 @@ t.test('a readiness gate a controller sets syncs the pod (Go: HandlePodReconcile
   for (let i = 0; i < 5 && !ready(); i++) {
     await env.relist();
     await env.advance(500);
-    await env.settle(ready);
+    await env.settle(ready, 200);
   }
   t.ok(env.runtime.syncPodCalls.length > syncs, 'the pod synced');
   t.equal(statusOf(env, pod)?.conditions?.find((c) => c.type === 'Ready')?.status, 'True', 'and Ready follows the gate');
@@ -342,7 +342,8 @@ t.test('admission: a pod that does not fit is rejected Failed with Go\'s reason 
   await env.source.add(huge, unsafe, picky);
   await env.relist();
   await env.advance(500);
-  await env.settle(() => env.runtime.syncedPodUids().includes(small.metadata!.uid!));
+  // Admission goes pod by pod: wait for the small pod's sync and for every rejection.
+  await env.settle(() => env.runtime.syncedPodUids().includes(small.metadata!.uid!) && [huge, unsafe, picky].every((p) => statusOf(env, p)?.phase === 'Failed'));
   t.same(env.runtime.syncedPodUids(), [small.metadata!.uid!], 'only the pod that fits reaches the runtime');
   t.same(statusOf(env, huge), { phase: 'Failed', reason: 'OutOfcpu', message: 'Pod Node didn\'t have enough resource: cpu, requested: 3500, used: 1000, capacity: 4000' });
   t.equal(statusOf(env, unsafe)?.reason, 'SysctlForbidden');

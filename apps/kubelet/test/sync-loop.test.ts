@@ -18,9 +18,14 @@ t.test('pods added by a source are synced, resynced and killed when removed', as
 
   // A PLEG event for the pod triggers a sync with fresh status.
   env.pleg.push({ id: pod.metadata!.uid!, type: 'ContainerStarted', data: 'x' });
-  await env.relist();
-  await env.advance(500);
-  await env.settle(() => env.kubelet.getPodStatus(pod.metadata!.uid!)?.phase === 'Running');
+  // The worker waits for a cached status newer than its last sync, which may still be running on a busy machine:
+  // relist (as the PLEG would, periodically) until the pod shows Running.
+  const running = () => env.kubelet.getPodStatus(pod.metadata!.uid!)?.phase === 'Running';
+  for (let i = 0; i < 30 && !running(); i++) {
+    await env.relist();
+    await env.advance(500);
+    await env.settle(running, 200);
+  }
   t.equal(env.runtime.syncPodCalls.length, 2, 'PLEG events sync the pod');
   t.equal(env.kubelet.getPodStatus(pod.metadata!.uid!)?.phase, 'Running');
 

@@ -30,7 +30,8 @@ async function until(env: ReturnType<typeof setupKubelet>, cond: () => boolean, 
   for (let elapsed = 0; elapsed < limitMs && !cond(); elapsed += 500) {
     await env.relist();
     await env.advance(500);
-    await env.settle(cond);
+    // Fake time moves on if cond needs it: a short real wait per step.
+    await env.settle(cond, 200);
   }
 }
 
