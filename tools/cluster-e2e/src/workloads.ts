@@ -1,3 +1,4 @@
+import type { RuntimeService } from '@kubelet-ts/cri-client';
 /** A shell loop that ends promptly on SIGTERM even as PID 1 (which ignores signals it has no trap for). */
 export const sleepForever = "trap 'exit 0' TERM; while true; do sleep 1; done";
 
@@ -85,6 +86,22 @@ type Json = Record<string, any>;
 export const condition = (obj: Json | undefined, type: string): Json | undefined => obj?.status?.conditions?.find((c: Json) => c.type === type);
 
 export const isPodReady = (pod: Json | undefined): boolean => condition(pod, 'Ready')?.status === 'True';
+
+/** The status of a pod's container (an init container too) by name, from the pod as the API server has it. */
+export const containerStatus = (pod: Json | undefined, name: string): Json | undefined =>
+  [...(pod?.status?.containerStatuses ?? []), ...(pod?.status?.initContainerStatuses ?? [])].find((c: Json) => c.name === name);
+
+/**
+ * A container's output of `cmd` run through CRI ExecSync (straight at the runtime, not through the kubelet); a failure
+ * comes back as a string that names it, so an assertion on the output shows why.
+ */
+export async function execThroughCri(runtime: Pick<RuntimeService, 'execSync'>, pod: Json, cmd: string[], container: string, timeoutSeconds: number): Promise<string> {
+  const id = containerStatus(pod, container)?.containerID as string | undefined;
+  if (!id) return `<no container ${container} in ${pod.metadata.name}>`;
+  const result = await runtime.execSync(id.replace(/^containerd:\/\//, ''), cmd, timeoutSeconds);
+  if (result.exitCode === 0) return result.stdout.toString('utf8');
+  return `<${cmd.join(' ')} exited ${result.exitCode}: ${result.stderr.toString('utf8').trim()}>`;
+}
 
 /** A pod that prints what the kubelet gave its container (environment, resolver and hosts files), then exits. */
 export function printEnvironmentPod(name: string, namespace: string, image: string): Record<string, unknown> {

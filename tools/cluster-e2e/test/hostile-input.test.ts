@@ -9,7 +9,7 @@ import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { ensureCluster, Kubectl, KubectlError, KubeletProcess, nodeKubeconfig, ourCgroupRoot, unmountAndRemove, waitFor } from '../src/index.js';
-import { isPodReady, sleepForever } from '../src/workloads.js';
+import { containerStatus, execThroughCri, isPodReady, sleepForever } from '../src/workloads.js';
 
 type Json = Record<string, any>;
 
@@ -60,8 +60,6 @@ const base = (name: string, spec: Json, namespace = NS): Json => ({
 });
 const container = (name: string, extra: Json = {}): Json => ({ name, image, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', sleepForever], ...extra });
 const getPod = (name: string, namespace = NS) => kubectl.getOrUndefined(['pod', '-n', namespace, name]);
-const statusOf = (pod: Json | undefined, name: string): Json | undefined =>
-  [...(pod?.status?.containerStatuses ?? []), ...(pod?.status?.initContainerStatuses ?? [])].find((c: Json) => c.name === name);
 async function runningAndReady(name: string, timeoutMs = 90_000, namespace = NS): Promise<Json> {
   return waitFor(`pod ${namespace}/${name} Running and Ready`, async () => {
     const pod = await getPod(name, namespace);
@@ -78,13 +76,7 @@ async function refused(object: Json): Promise<string | undefined> {
     throw error;
   }
 }
-async function exec(pod: Json, cmd: string[], name = 'app'): Promise<string> {
-  const id = statusOf(pod, name)?.containerID as string | undefined;
-  if (!id) return `<no container ${name} in ${pod.metadata.name}>`;
-  const result = await runtime.execSync(id.replace(/^containerd:\/\//, ''), cmd, 20);
-  if (result.exitCode === 0) return result.stdout.toString('utf8');
-  return `<${cmd.join(' ')} exited ${result.exitCode}: ${result.stderr.toString('utf8').trim()}>`;
-}
+const exec = (pod: Json, cmd: string[], name = 'app') => execThroughCri(runtime, pod, cmd, name, 20);
 async function events(name: string, namespace = NS): Promise<Json[]> {
   return (await kubectl.json(['get', 'events', '-n', namespace, '--field-selector', `involvedObject.name=${name}`])).items as Json[];
 }
@@ -186,7 +178,7 @@ await t.test('a subPath swapped between a directory and a symlink out of the vol
   );
   const pod = await waitFor('the swapper running', async () => {
     const p = await getPod('swap-race');
-    return statusOf(p, 'swapper')?.state?.running && p;
+    return containerStatus(p, 'swapper')?.state?.running && p;
   }, 60_000, kubeletLog);
   const logDir = join(dir, 'pod-logs', `${NS}_swap-race_${pod.metadata.uid}`);
   /** What the readers printed, every instance (the log files on the host), and the starts the kubelet refused. */
@@ -227,12 +219,12 @@ await t.test('an environment of 1 MiB fails its container with the runtime\'s er
   await kubectl.run(['create', '-f', '-'], JSON.stringify(base('huge-env', { restartPolicy: 'Never', containers: [container('app', { env: [{ name: 'HUGE', value: 'e'.repeat(1024 * 1024) }] })] })));
   const pod = await waitFor('huge-env failed', async () => {
     const p = await getPod('huge-env');
-    const state = statusOf(p, 'app')?.state;
+    const state = containerStatus(p, 'app')?.state;
     return (state?.terminated || (state?.waiting && state.waiting.reason !== 'ContainerCreating')) && p;
   }, 90_000, kubeletLog);
   // Linux takes at most 128 KiB per environment string (MAX_ARG_STRLEN): the container's process cannot be executed.
   // containerd reports it as the runtime sees it: an exec failure (StartError, with runc's text) or an exit (Error).
-  const state = statusOf(pod, 'app')?.state;
+  const state = containerStatus(pod, 'app')?.state;
   const reason = state?.terminated?.reason ?? state?.waiting?.reason;
   const message = state?.terminated?.message ?? state?.waiting?.message ?? '';
   t.match(reason, /^(StartError|RunContainerError|CreateContainerError|ContainerCannotRun|Error)$/, `a start failure: ${reason} ${message.slice(0, 200)}`);
@@ -256,7 +248,7 @@ await t.test('names at the length limits: a 63-character namespace and container
   await waitFor('the default service account', async () => ((await kubectl.getOrUndefined(['serviceaccount', '-n', longNs, 'default']))?.secrets?.length ?? 0) > 0);
   await kubectl.apply(base('short', { containers: [container(longContainer)] }, longNs));
   const pod = await runningAndReady('short', 90_000, longNs);
-  t.ok(statusOf(pod, longContainer)?.state?.running, 'a 63-character container in a 63-character namespace runs');
+  t.ok(containerStatus(pod, longContainer)?.state?.running, 'a 63-character container in a 63-character namespace runs');
   // <namespace>_<name>_<uid> is the pod's log directory (Go: BuildPodLogsDirectory): 63 + 253 + 36 + 2 bytes is more
   // than a file name may be (255). Go's kubelet fails such a pod's sandbox the same way; it must fail clearly.
   await kubectl.apply(base(longPod, { containers: [container('app')] }, longNs));
@@ -291,8 +283,8 @@ await t.test('afterwards: the canaries never noticed, nothing was written outsid
   for (const [name, before] of canaries) {
     const now = await getPod(name);
     t.ok(isPodReady(now), `${name} is still Ready`);
-    t.equal(statusOf(now, 'app')?.containerID, statusOf(before, 'app')?.containerID, `${name} runs the same container`);
-    t.equal(statusOf(now, 'app')?.restartCount, 0, `${name} was not restarted`);
+    t.equal(containerStatus(now, 'app')?.containerID, containerStatus(before, 'app')?.containerID, `${name} runs the same container`);
+    t.equal(containerStatus(now, 'app')?.restartCount, 0, `${name} was not restarted`);
   }
   t.same(readdirSync(hostSecrets), ['secret.txt'], 'the host directory holds only what it held');
   t.equal(readFileSync(join(hostSecrets, 'secret.txt'), 'utf8'), 'HOST-SECRET\n', 'unchanged');

@@ -11,9 +11,8 @@ import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { configMapObject, ensureCluster, Kubectl, KubeletProcess, nodeKubeconfig, ourCgroupRoot, unmountAndRemove, waitFor } from '../src/index.js';
-import { condition, isPodReady, sleepForever } from '../src/workloads.js';
+import { condition, containerStatus, isPodReady, sleepForever } from '../src/workloads.js';
 
-type Json = Record<string, any>;
 
 const NODE = 'kts-subpath-node';
 const NS = 'kts-subpath';
@@ -59,7 +58,6 @@ function hostMountsUnder(prefix: string): string[] {
 }
 
 const getPod = (name: string) => kubectl.getOrUndefined(['pod', '-n', NS, name]);
-const statusOf = (pod: Json | undefined, container: string): Json | undefined => (pod?.status?.containerStatuses ?? []).find((c: Json) => c.name === container);
 const exec = (pod: string, container: string, script: string) => kubectl.run(['exec', '-n', NS, pod, '-c', container, '--', 'sh', '-c', script]);
 
 await waitFor('node Ready', async () => condition(await kubectl.getOrUndefined(['node', NODE]), 'Ready')?.status === 'True', 60_000, kubeletLog);
@@ -138,7 +136,7 @@ await t.test('a pod with file and directory subPaths of an emptyDir and a config
 
 await t.test('the runtime got the bind mounts under volume-subpaths, which are mount points on the host', async (t) => {
   const pod = (await getPod('sub'))!;
-  const id = (statusOf(pod, 'app')!.containerID as string).replace(/^containerd:\/\//, '');
+  const id = (containerStatus(pod, 'app')!.containerID as string).replace(/^containerd:\/\//, '');
   const status = await runtime.containerStatus(id);
   const mounts = (status.status?.mounts ?? []).filter((m) => APP_MOUNTS.some((a) => a.mountPath === m.containerPath));
   const byPath = new Map(mounts.map((m) => [m.containerPath, m.hostPath]));
@@ -156,14 +154,14 @@ await t.test('the runtime got the bind mounts under volume-subpaths, which are m
 
 await t.test('a container restart reuses the bind mounts', async (t) => {
   const before = hostMountsUnder(subPathsDir()).sort();
-  const restarts = statusOf(await getPod('sub'), 'app')?.restartCount ?? 0;
+  const restarts = containerStatus(await getPod('sub'), 'app')?.restartCount ?? 0;
   // The container's main process exits; the kubelet restarts it (restartPolicy Always).
   await exec('sub', 'app', 'kill 1').catch(() => undefined);
   const pod = await waitFor('app restarted and Ready', async () => {
     const p = await getPod('sub');
-    return (statusOf(p, 'app')?.restartCount ?? 0) > restarts && isPodReady(p!) && p;
+    return (containerStatus(p, 'app')?.restartCount ?? 0) > restarts && isPodReady(p!) && p;
   }, 60_000, kubeletLog);
-  t.ok(statusOf(pod, 'app')!.restartCount > restarts, 'the container restarted');
+  t.ok(containerStatus(pod, 'app')!.restartCount > restarts, 'the container restarted');
   t.same(hostMountsUnder(subPathsDir()).sort(), before, 'the same bind mounts, none stacked');
   t.equal(await exec('sub', 'app', 'cat /logs/app.log'), 'started\nstarted\n', 'the restarted container sees the same directory');
   t.equal(await exec('sub', 'app', 'cat /etc/app.conf /note'), 'version=1\na note\n');

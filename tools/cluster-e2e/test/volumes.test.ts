@@ -28,7 +28,7 @@ import {
   volumesPod,
   waitFor,
 } from '../src/index.js';
-import { condition, isPodReady } from '../src/workloads.js';
+import { condition, containerStatus, execThroughCri, isPodReady } from '../src/workloads.js';
 
 type Json = Record<string, any>;
 
@@ -89,7 +89,7 @@ const createObject = (object: Json) => kubectl.run(['create', '-f', '-'], JSON.s
 const eventsFor = async (name: string): Promise<Json[]> =>
   (await kubectl.json(['get', 'events', '-n', NS, '--field-selector', `involvedObject.name=${name}`])).items;
 const containersOf = (pod: string) => runtime.listContainers({ labelSelector: { 'io.kubernetes.pod.name': pod, 'io.kubernetes.pod.namespace': NS } });
-const statusOf = (pod: Json | undefined, container = 'app'): Json | undefined => (pod?.status?.containerStatuses ?? []).find((c: Json) => c.name === container);
+const statusOf = (pod: Json | undefined, container = 'app'): Json | undefined => containerStatus(pod, container);
 const podDir = (pod: Json) => join(root, 'pods', pod.metadata.uid);
 
 async function runningAndReady(name: string, timeoutMs = 60_000): Promise<Json> {
@@ -99,14 +99,7 @@ async function runningAndReady(name: string, timeoutMs = 60_000): Promise<Json> 
   }, timeoutMs, kubeletLog);
 }
 
-/** A container's output of `cmd` run through CRI ExecSync; a failure comes back as a string that names it. */
-async function exec(pod: Json, cmd: string[], container = 'app'): Promise<string> {
-  const id = statusOf(pod, container)?.containerID as string | undefined;
-  if (!id) return `<no container ${container} in ${pod.metadata.name}>`;
-  const result = await runtime.execSync(id.replace(/^containerd:\/\//, ''), cmd, 10);
-  if (result.exitCode === 0) return result.stdout.toString('utf8');
-  return `<${cmd.join(' ')} exited ${result.exitCode}: ${result.stderr.toString('utf8').trim()}>`;
-}
+const exec = (pod: Json, cmd: string[], container = 'app') => execThroughCri(runtime, pod, cmd, container, 10);
 const cat = (pod: Json, path: string, container = 'app') => exec(pod, ['cat', path], container);
 /** The permission bits of what `path` resolves to, in octal (`stat -L -c %a`). */
 const modeOf = async (pod: Json, path: string) => (await exec(pod, ['stat', '-L', '-c', '%a', path])).trim();
