@@ -290,3 +290,38 @@ t.test('certificate manager metrics: TTLs read at scrape time, renew errors and 
   other.watchCertificates({ now: () => clock.now() });
   t.notMatch(await other.registry.metrics(), /kubelet_certificate_manager/, 'nothing registered for certificates not rotated');
 });
+
+t.test('kubelet_volume_stats_* from the claim-backed volumes at scrape time, one series per claim', async (t) => {
+  const metrics = new KubeletMetrics({ nodeName: 'node1' });
+  let reads = 0;
+  let volumes = [
+    { namespace: 'ns', claimName: 'data', capacityBytes: 1000, availableBytes: 600, usedBytes: 400, inodes: 100, inodesFree: 90, inodesUsed: 10 },
+    // The same claim in a second pod: reported once.
+    { namespace: 'ns', claimName: 'data', capacityBytes: 1, availableBytes: 1, usedBytes: 1 },
+    // A volume that tells only its bytes used.
+    { namespace: 'other', claimName: 'logs', usedBytes: 42 },
+  ];
+  metrics.watchVolumeStats(async () => {
+    reads++;
+    return volumes;
+  });
+  let text = await metrics.metrics();
+  t.equal(reads, 1, 'one read of the stats per scrape');
+  t.match(text, '# HELP kubelet_volume_stats_capacity_bytes [ALPHA] Capacity in bytes of the volume\n# TYPE kubelet_volume_stats_capacity_bytes gauge');
+  t.equal(sample(text, 'kubelet_volume_stats_capacity_bytes{namespace="ns",persistentvolumeclaim="data"}'), 1000);
+  t.equal(sample(text, 'kubelet_volume_stats_available_bytes{namespace="ns",persistentvolumeclaim="data"}'), 600);
+  t.equal(sample(text, 'kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="data"}'), 400);
+  t.equal(sample(text, 'kubelet_volume_stats_inodes{namespace="ns",persistentvolumeclaim="data"}'), 100);
+  t.equal(sample(text, 'kubelet_volume_stats_inodes_free{namespace="ns",persistentvolumeclaim="data"}'), 90);
+  t.equal(sample(text, 'kubelet_volume_stats_inodes_used{namespace="ns",persistentvolumeclaim="data"}'), 10);
+  t.equal(sample(text, 'kubelet_volume_stats_used_bytes{namespace="other",persistentvolumeclaim="logs"}'), 42);
+  t.equal(sample(text, 'kubelet_volume_stats_capacity_bytes{namespace="other",persistentvolumeclaim="logs"}'), undefined, 'a figure not told is left out');
+
+  // A claim whose pods are gone disappears at the next scrape.
+  volumes = [{ namespace: 'other', claimName: 'logs', usedBytes: 43 }];
+  await new Promise((resolve) => setImmediate(resolve));
+  text = await metrics.metrics();
+  t.equal(reads, 2);
+  t.equal(sample(text, 'kubelet_volume_stats_used_bytes{namespace="ns",persistentvolumeclaim="data"}'), undefined);
+  t.equal(sample(text, 'kubelet_volume_stats_used_bytes{namespace="other",persistentvolumeclaim="logs"}'), 43);
+});
