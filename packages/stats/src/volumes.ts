@@ -34,6 +34,11 @@ export interface VolumeDirStatsOptions {
   cachePeriodMs?: number;
   statfs?: StatfsFunction;
   logger?: Logger;
+  /**
+   * Plugin directories (escaped, e.g. `kubernetes.io~csi`) whose volumes are not measured here because their
+   * plugin reports their usage itself (Go: a plugin's MetricsProvider, e.g. CSI's NodeGetVolumeStats).
+   */
+  skipPluginDirs?: Iterable<string>;
 }
 
 interface CachedVolume {
@@ -48,6 +53,7 @@ export class VolumeDirStats {
   private readonly cachePeriodMs: number;
   private readonly statfs: StatfsFunction;
   private readonly logger: Logger;
+  private readonly skipPluginDirs: ReadonlySet<string>;
   private readonly cache = new Map<string, CachedVolume>();
   private readonly inFlight = new Map<string, Promise<CachedVolume | undefined>>();
 
@@ -57,6 +63,7 @@ export class VolumeDirStats {
     this.cachePeriodMs = opts.cachePeriodMs ?? DEFAULT_VOLUME_STATS_PERIOD_MS;
     this.statfs = opts.statfs ?? defaultStatfs;
     this.logger = opts.logger ?? defaultLogger;
+    this.skipPluginDirs = new Set(opts.skipPluginDirs ?? []);
   }
 
   /** The volumes of one pod; undefined when the pod has no volumes directory. */
@@ -71,6 +78,7 @@ export class VolumeDirStats {
     }
     const paths: { plugin: string; name: string; path: string }[] = [];
     for (const plugin of plugins.sort()) {
+      if (this.skipPluginDirs.has(plugin)) continue;
       const names = await readdir(join(volumesDir, plugin)).catch(() => [] as string[]);
       for (const name of names.sort()) paths.push({ plugin, name, path: join(volumesDir, plugin, name) });
     }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { FakeRuntimeService, FakeImageService } from '@kubelet-ts/cri-client/testing';
 import { criError, type runtimeapi } from '@kubelet-ts/cri-client';
-import { diskUsage, SummaryProvider, TMPFS_MAGIC, type SummaryProviderOptions } from '../src/index.js';
+import { diskUsage, SummaryProvider, TMPFS_MAGIC, VolumeDirStats, type SummaryProviderOptions } from '../src/index.js';
 import {
   container,
   containerStats,
@@ -397,4 +397,13 @@ t.test('what eviction reads from get(true) on cgroup v2: node memory.available =
   writeCgroupV2(env.cgroupRoot, '/kubepods', { cpuUsageNanos: 1e9, usageBytes: 2 * GiB, inactiveFileBytes: 512 * MiB });
   const unlimited = (await env.provider.get(true)).node.systemContainers?.find((c) => c.name === 'pods');
   t.same(unlimited?.memory && [unlimited.memory.availableBytes, unlimited.memory.workingSetBytes], [undefined, 1.5 * GiB], 'no limit: no availableBytes, as cAdvisor');
+});
+
+t.test('VolumeDirStats leaves out the plugin directories whose plugin reports usage itself', async (t) => {
+  const root = tempDir(t);
+  for (const [plugin, name] of [['kubernetes.io~empty-dir', 'cache'], ['kubernetes.io~csi', 'pv-1']]) writeFile(join(root, 'pods', 'uid1', 'volumes', plugin!, name!, 'f'), 'x');
+  const all = await new VolumeDirStats({ rootDir: root, clock: new FakeClock() }).podVolumeStats('uid1');
+  t.same([...all!.ephemeralVolumes, ...all!.persistentVolumes].map((v) => v.name).sort(), ['cache', 'pv-1']);
+  const some = await new VolumeDirStats({ rootDir: root, clock: new FakeClock(), skipPluginDirs: ['kubernetes.io~csi'] }).podVolumeStats('uid1');
+  t.same([...some!.ephemeralVolumes, ...some!.persistentVolumes].map((v) => v.name), ['cache']);
 });
