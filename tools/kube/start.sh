@@ -21,6 +21,10 @@ mkdir -p "$CLUSTER_ROOT/pki"
 chmod 700 "$CLUSTER_ROOT/pki"
 pki="$CLUSTER_ROOT/pki"
 started=$(date +%s)
+# Alpha gates the e2e suites need, on every control-plane component (the kubelet takes its own --feature-gates):
+# GenericEphemeralVolume (1.19 alpha) for `volumes[].ephemeral`: the API server keeps the field, the
+# controller-manager's ephemeral-volume controller makes the pod's PVC, the scheduler's volume binding waits for it.
+feature_gates=${KUBELET_TS_FEATURE_GATES:-GenericEphemeralVolume=true}
 
 # ---- PKI: cluster CA, API server serving certificate, component client certificates, service-account keys
 if [ ! -f "$pki/ca.crt" ]; then
@@ -48,6 +52,21 @@ kube_write_kubeconfig "$CLUSTER_ROOT/controller-manager.kubeconfig" system:kube-
 kube_write_kubeconfig "$CLUSTER_ROOT/scheduler.kubeconfig" system:kube-scheduler cert "$pki/scheduler.crt" "$pki/scheduler.key"
 
 running() { kube_pid_alive "$(cat "$CLUSTER_ROOT/$1.pid" 2>/dev/null || true)"; }
+# When each component's leader lease must have been renewed (by this script's start, or by a restart of it).
+declare -A lease_since=([kube-controller-manager]=$started [kube-scheduler]=$started)
+# Starts a component unless it already runs with exactly this command line; one started by an older start.sh or
+# with other flags (e.g. other feature gates) is stopped and started again with these.
+ensure_component() {
+  local name=$1; shift
+  if running "$name"; then
+    printf '%s\0' "$@" | cmp -s - "$CLUSTER_ROOT/$name.cmd" && return 0
+    kts_log "$name runs with another command line than this start.sh gives it; restarting it"
+    kube_stop_component "$name"
+    # the old process may have renewed its lease within this second
+    lease_since[$name]=$(( $(date +%s) + 1 ))
+  fi
+  kube_start_component "$name" "$@"
+}
 api() { curl -sf --cacert "$pki/ca.crt" -H "Authorization: Bearer $admin_token" "https://127.0.0.1:$KUBE_APISERVER_PORT$1"; }
 
 # ---- etcd
@@ -71,41 +90,36 @@ apiserver_args=(
   --service-cluster-ip-range="$KUBE_SERVICE_CIDR" --allow-privileged=true
   --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key"
   --kubelet-preferred-address-types=InternalIP,Hostname
+  --feature-gates="$feature_gates"
   --profiling=false --v=1
 )
-if ! running kube-apiserver; then
-  kube_start_component kube-apiserver "$KUBE_BIN_DIR/kube-apiserver" "${apiserver_args[@]}"
-fi
+ensure_component kube-apiserver "$KUBE_BIN_DIR/kube-apiserver" "${apiserver_args[@]}"
 kube_wait_for kube-apiserver "kube-apiserver /readyz" 120 api /readyz
 
 # ---- kube-controller-manager and kube-scheduler
-common_args=(--bind-address=127.0.0.1 --port=0 --leader-elect=true --leader-elect-resource-lock=leases --profiling=false --v=1)
-if ! running kube-controller-manager; then
-  kube_start_component kube-controller-manager --supervised "$KUBE_BIN_DIR/kube-controller-manager" "${common_args[@]}" \
-    --kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
-    --authentication-kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
-    --authorization-kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
-    --secure-port="$KUBE_CONTROLLER_MANAGER_PORT" --use-service-account-credentials=true \
-    --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
-    --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
-    `# v1.20's signer backdates notBefore 5 min and ends at notBefore + duration: 7m30s leaves 2m30s of real life,` \
-    `# rotated at 70-90% (15 s to 105 s after issue), so the e2e suite sees a renewal and the old certificate expire.` \
-    --cluster-signing-duration="${KUBELET_TS_CLUSTER_SIGNING_DURATION:-7m30s}" \
-    --controllers='*,bootstrapsigner,tokencleaner' \
-    --node-monitor-period=2s --node-monitor-grace-period="${KUBELET_TS_NODE_MONITOR_GRACE_PERIOD:-20s}"
-fi
-if ! running kube-scheduler; then
-  kube_start_component kube-scheduler --supervised "$KUBE_BIN_DIR/kube-scheduler" "${common_args[@]}" \
-    --kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
-    --authentication-kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
-    --authorization-kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
-    --secure-port="$KUBE_SCHEDULER_PORT"
-fi
+common_args=(--bind-address=127.0.0.1 --port=0 --leader-elect=true --leader-elect-resource-lock=leases --feature-gates="$feature_gates" --profiling=false --v=1)
+ensure_component kube-controller-manager --supervised "$KUBE_BIN_DIR/kube-controller-manager" "${common_args[@]}" \
+  --kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
+  --authorization-kubeconfig="$CLUSTER_ROOT/controller-manager.kubeconfig" \
+  --secure-port="$KUBE_CONTROLLER_MANAGER_PORT" --use-service-account-credentials=true \
+  --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
+  --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+  `# v1.20's signer backdates notBefore 5 min and ends at notBefore + duration: 7m30s leaves 2m30s of real life,` \
+  `# rotated at 70-90% (15 s to 105 s after issue), so the e2e suite sees a renewal and the old certificate expire.` \
+  --cluster-signing-duration="${KUBELET_TS_CLUSTER_SIGNING_DURATION:-7m30s}" \
+  --controllers='*,bootstrapsigner,tokencleaner' \
+  --node-monitor-period=2s --node-monitor-grace-period="${KUBELET_TS_NODE_MONITOR_GRACE_PERIOD:-20s}"
+ensure_component kube-scheduler --supervised "$KUBE_BIN_DIR/kube-scheduler" "${common_args[@]}" \
+  --kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
+  --authentication-kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
+  --authorization-kubeconfig="$CLUSTER_ROOT/scheduler.kubeconfig" \
+  --secure-port="$KUBE_SCHEDULER_PORT"
 # A leader lease renewed since this script started (a lease left in etcd by an earlier run does not count).
 lease_renewed() {
   local renew
   renew=$(api "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/$1" | sed -n 's/.*"renewTime": *"\([^"]*\)".*/\1/p')
-  [ -n "$renew" ] && [ "$(date -d "$renew" +%s)" -ge "$started" ]
+  [ -n "$renew" ] && [ "$(date -d "$renew" +%s)" -ge "${lease_since[$1]}" ]
 }
 kube_wait_for kube-controller-manager "kube-controller-manager's leader lease" 60 lease_renewed kube-controller-manager
 kube_wait_for kube-scheduler "kube-scheduler's leader lease" 60 lease_renewed kube-scheduler
