@@ -10,7 +10,7 @@
 //
 // See README.md for what each call does. Needs root (mount, losetup) and only the repo's node_modules.
 import { execFile } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, rm, rmdir, stat, statfs, truncate, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,7 +103,12 @@ function mounts() {
     return { root: unescapeMount(f[3]), mountPoint: unescapeMount(f[4]), fsType: f[sep + 1] };
   });
 }
-const isMounted = (path) => mounts().some((m) => m.mountPoint === resolve(path));
+/** Whether path is a mount point (its real path too, for a kubelet dir reached through a symlink). */
+function isMounted(path) {
+  const paths = new Set([resolve(path)]);
+  try { paths.add(realpathSync(path)); } catch { /* not there */ }
+  return mounts().some((m) => paths.has(m.mountPoint));
+}
 const exists = (path) => lstat(path).then(() => true, () => false);
 
 /** Volume IDs become file names: anything but [A-Za-z0-9._-] turns into '_'. */
