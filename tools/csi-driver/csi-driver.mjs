@@ -198,7 +198,9 @@ function requireFields(req, ...fields) {
   for (const f of fields) if (!req[f]) fail('INVALID_ARGUMENT', `${names[f]} missing in request`);
 }
 const isBlock = (req) => describeCapability(req.volumeCapability)?.accessType === 'block';
-const isEphemeral = (req) => req.volumeContext?.['csi.storage.k8s.io/ephemeral'] === 'true';
+// Inline ephemeral: the context says so (CSIDriver podInfoOnMount: true), or a publish without a staging path reaches a
+// driver that stages (the kubelet stages every persistent volume of such a driver, and never an inline one).
+const isEphemeral = (req) => req.volumeContext?.['csi.storage.k8s.io/ephemeral'] === 'true' || (stage && !req.stagingTargetPath);
 
 /** A gRPC handler that logs the call, applies --fail and maps errors to gRPC status codes. */
 function handler(method, fn, { logged = true } = {}) {
@@ -293,7 +295,8 @@ const node = {
     requireFields(req, 'volumeId', 'targetPath', 'volumeCapability');
     const target = resolve(req.targetPath);
     if (isBlock(req)) {
-      if (isEphemeral(req)) fail('INVALID_ARGUMENT', 'ephemeral volumes cannot be block volumes');
+      if (req.volumeContext?.['csi.storage.k8s.io/ephemeral'] === 'true') fail('INVALID_ARGUMENT', 'ephemeral volumes cannot be block volumes');
+      if (stage) requireFields(req, 'stagingTargetPath');
       let loop = await findLoop(imageFile(req.volumeId));
       if (!loop && stage) fail('FAILED_PRECONDITION', `volume ${req.volumeId} is not staged (no loop device for ${imageFile(req.volumeId)})`);
       loop ??= await attachLoop(req.volumeId, req.volumeContext);
@@ -309,7 +312,6 @@ const node = {
     if (isEphemeral(req)) {
       src = ephemeralDir(req.volumeId);
     } else if (stage) {
-      requireFields(req, 'stagingTargetPath');
       src = resolve(req.stagingTargetPath);
       if (!isMounted(src)) fail('FAILED_PRECONDITION', `volume ${req.volumeId} is not staged at ${src}`);
     } else {
@@ -466,6 +468,7 @@ async function serve(socket, services) {
 }
 
 mkdirSync(dataDir, { recursive: true });
+if (values.log) mkdirSync(dirname(resolve(values.log)), { recursive: true });
 const csiServices = [[csiProto.csi.v1.Identity.service, identity], [csiProto.csi.v1.Node.service, node]];
 const csiServer = await serve(csiSocket, csiServices);
 // The registration socket last: the kubelet calls GetInfo, then the CSI socket, as soon as this one appears.
