@@ -6,3 +6,4 @@ export { wire, watchEvents, type WireResponse, type WireServer } from './wire.js
 export { kubeletRequests, normalize, watchFromTooOld, type Outcome } from './kubelet-requests.js';
 export * from './volume-workloads.js';
 export { BOOTSTRAP_GROUP, createBootstrapToken, writeBootstrapKubeconfig } from './bootstrap-token.js';
+export * from './csi-workloads.js';
