@@ -4,15 +4,18 @@ export type {
   MountedVolume,
   NodeFacts,
   PersistentVolumeGetter,
+  ResolvedPersistentVolume,
   SecretGetter,
   ServiceAccountTokenGetter,
   UniqueVolumeName,
   VolumeContext,
   VolumeHost,
   VolumePlugin,
+  VolumeUsageStats,
 } from './types.js';
 export { VolumeSetupError } from './types.js';
-export { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type VolumeToMount } from './state.js';
+export { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type ClaimReference, type VolumeToMount } from './state.js';
+export { checkClaimIsForPod, checkVolumeMode, persistentVolumeMode, podVolumeClaim, resolvePersistentVolume, type PodVolumeClaim } from './claims.js';
 export {
   KubeletVolumeManager,
   OPERATION_BACKOFF_INITIAL_MS,

@@ -1,7 +1,13 @@
 // The two caches the reconciler compares (Go: pkg/kubelet/volumemanager/cache): what the pods on this
 // node need (desired) and what is set up on disk (actual).
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
-import type { MountedVolume, UniqueVolumeName, VolumePlugin } from './types.js';
+import type { MountedVolume, ResolvedPersistentVolume, UniqueVolumeName, VolumePlugin } from './types.js';
+
+/** The claim a volume comes from (Go: the PVC reference of the volume's stats). */
+export interface ClaimReference {
+  name: string;
+  namespace: string;
+}
 
 export interface VolumeToMount {
   uniqueName: UniqueVolumeName;
@@ -10,7 +16,13 @@ export interface VolumeToMount {
   volumeName: string;
   volume: V1Volume;
   plugin: VolumePlugin;
+  /**
+   * `<podsDir>/<uid>/volumes/<escaped plugin>/<name>`: the pod's name for the volume, or the PV's name when a
+   * plugin serves the claim's PersistentVolume (Go's volume spec name).
+   */
   dir: string;
+  /** For a claim (persistentVolumeClaim or generic ephemeral volume): the claim and its bound PV. */
+  persistentVolume?: ResolvedPersistentVolume;
 }
 
 interface DesiredPod {
@@ -67,6 +79,8 @@ export interface ActualVolume {
   reconstructed: boolean;
   /** setUp must run again to refresh contents (Go: remountRequired). */
   remountRequired: boolean;
+  /** The claim the volume comes from, for its stats (unknown for a volume found on disk). */
+  pvcRef?: ClaimReference;
 }
 
 /** Go: ActualStateOfWorld: the volumes set up for each pod. */
@@ -87,6 +101,15 @@ export class ActualStateOfWorld {
     if (!byName) return;
     byName.delete(volumeName);
     if (byName.size === 0) this.pods.delete(podUid);
+  }
+
+  /** Files a volume under another of the pod's names (a volume found on disk under its PV's name). */
+  rename(podUid: string, from: string, to: string): void {
+    const volume = this.get(podUid, from);
+    if (!volume || from === to) return;
+    this.markUnmounted(podUid, from);
+    volume.volumeName = to;
+    this.markMounted(volume);
   }
 
   get(podUid: string, volumeName: string): ActualVolume | undefined {

@@ -87,6 +87,21 @@ export interface VolumeContext {
   fsGroup?: number;
   host: VolumeHost;
   signal?: AbortSignal;
+  /**
+   * For a persistentVolumeClaim or generic ephemeral volume served by a plugin through
+   * `canSupportPersistentVolume`: the claim and the PersistentVolume bound to it, as the volume manager
+   * resolved them (Go: the desired state of world populator's getPVCExtractPV and getPVSpec), and whether
+   * the pod's claim reference is read-only.
+   */
+  persistentVolume?: ResolvedPersistentVolume;
+}
+
+/** A claim and the PersistentVolume bound to it (Go: the PV-backed volume.Spec). */
+export interface ResolvedPersistentVolume {
+  claim: V1PersistentVolumeClaim;
+  volume: V1PersistentVolume;
+  /** `volumes[].persistentVolumeClaim.readOnly`; always false for a generic ephemeral volume. */
+  readOnly: boolean;
 }
 
 /** A set-up volume as the container runtime needs it. */
@@ -103,6 +118,24 @@ export interface MountedVolume {
    * `kubernetes.io/local-volume/<pv name>`), so the other plugins leave it unset.
    */
   inUseName?: string;
+  /**
+   * For a raw block volume (a claim with volumeMode Block used in `volumeDevices`): the host path of the
+   * device node handed to the runtime as a CRI Device; `path` is then the volume's bookkeeping directory.
+   */
+  devicePath?: string;
+}
+
+/** One volume's usage (Go: volume.Metrics); a field the plugin cannot tell is left out. */
+export interface VolumeUsageStats {
+  capacityBytes?: number;
+  availableBytes?: number;
+  usedBytes?: number;
+  inodes?: number;
+  inodesFree?: number;
+  inodesUsed?: number;
+  /** Go: VolumeHealthStats / the CSI VolumeCondition: abnormal with the driver's message. */
+  abnormal?: boolean;
+  message?: string;
 }
 
 export interface VolumePlugin {
@@ -121,6 +154,28 @@ export interface VolumePlugin {
    * known); removes `dir` and what is mounted there. Host paths outside `dir` are never touched.
    */
   tearDown(dir: string, host: VolumeHost): Promise<void>;
+  /**
+   * Whether this plugin sets up the PersistentVolume a persistentVolumeClaim (or generic ephemeral)
+   * volume is bound to (Go: FindPluginBySpec on the PV spec). Such a volume lives in
+   * `<podsDir>/<uid>/volumes/<escaped plugin name>/<pv name>` and setUp gets `ctx.persistentVolume`.
+   * Claims whose PV no plugin claims this way go to the plugin whose canSupport takes the pod volume.
+   */
+  canSupportPersistentVolume?(pv: V1PersistentVolume): boolean;
+  /**
+   * Names for node status `volumesInUse` beyond those of mounted volumes (`MountedVolume.inUseName`):
+   * volumes being attached or set up and devices still staged (Go: GetVolumesInUse lists the desired
+   * state's attachable and device-mountable volumes, so the attach/detach controller never detaches a
+   * volume the kubelet is about to mount or has not unmounted).
+   */
+  volumesInUse?(): string[];
+  /**
+   * A volume of this plugin found on disk after a restart (Go: ConstructVolumeSpec and the reconstruction
+   * of the actual state): how it is mounted, or undefined when `dir` holds nothing set up. Without this
+   * hook the volume counts as mounted at `dir`.
+   */
+  reconstruct?(dir: string, host: VolumeHost): Promise<MountedVolume | undefined>;
+  /** Usage of a set-up volume (Go: MetricsProvider.GetMetrics); without it the stats are du/statfs of the directory. */
+  getVolumeStats?(dir: string, mounted: MountedVolume, host: VolumeHost): Promise<VolumeUsageStats | undefined>;
 }
 
 /** Go: UniqueVolumeName for non-attachable volumes: `<plugin name>/<pod uid>-<volume name>`. */

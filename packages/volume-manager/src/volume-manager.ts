@@ -3,7 +3,7 @@
 // and the pod sync waits until every volume its containers mount is set up.
 import { readdir, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod, V1Volume } from '@kubernetes/client-node';
 import {
   abortReason,
   Backoff,
@@ -26,6 +26,7 @@ import {
   uniquePodVolumeName,
 } from './names.js';
 import { makeMounts, type ContainerMount } from './container-mounts.js';
+import { checkVolumeMode, podVolumeClaim, podVolumeUse, resolvePersistentVolume } from './claims.js';
 import { cleanSubPaths } from './subpath.js';
 import { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type VolumeToMount } from './state.js';
 import type {
@@ -34,6 +35,7 @@ import type {
   MountedVolume,
   NodeFacts,
   PersistentVolumeGetter,
+  ResolvedPersistentVolume,
   SecretGetter,
   ServiceAccountTokenGetter,
   VolumeHost,
@@ -133,6 +135,18 @@ const standaloneHost = {
   node: { allocatableMilliCpu: 0, allocatableMemoryBytes: 0, hostIPs: () => [] },
 };
 
+/** A claim volume of a pod, resolved to its PV asynchronously (Go's populator reads them synchronously). */
+interface ClaimResolution {
+  claimName: string;
+  /** The claim and its bound PV; once set, never read again for this pod volume. */
+  result?: ResolvedPersistentVolume;
+  /** Go's error text of the last attempt while unresolved (kept while the next attempt runs). */
+  error?: string;
+  inFlight: boolean;
+  /** The populator pass of the last attempt: an unresolved claim is read again once per pass. */
+  pass: number;
+}
+
 interface MountWaiter {
   podUid: string;
   expected: string[];
@@ -161,8 +175,15 @@ export class KubeletVolumeManager implements VolumeManager {
   private readonly operations = new Set<Promise<void>>();
   /** The pod object each desired pod was last processed from (the populator skips unchanged pods). */
   private readonly processed = new Map<string, V1Pod>();
-  /** Errors of a pod's volumes that no retry can fix (no plugin): WaitForAttachAndMount reports them. */
+  /**
+   * Errors of the populator for a pod's volumes (no plugin, a claim not bound, a volumeMode mismatch):
+   * WaitForAttachAndMount reports them (Go: AddErrorToPod / PopPodErrors).
+   */
   private readonly podErrors = new Map<string, string[]>();
+  /** Claim volumes by pod uid and volume name, read from the API server in the background. */
+  private readonly claims = new Map<string, Map<string, ClaimResolution>>();
+  /** Counts populator passes. */
+  private populatorPass = 0;
   private mountWaiters: MountWaiter[] = [];
   private unmountWaiters: MountWaiter[] = [];
   private timer: TimerHandle | undefined;
@@ -231,6 +252,7 @@ export class KubeletVolumeManager implements VolumeManager {
   // ---- populator (Go: desiredStateOfWorldPopulator)
 
   private populate(): void {
+    this.populatorPass++;
     const pods = this.opts.pods.getPods();
     for (const pod of pods) {
       const uid = pod.metadata?.uid;
@@ -246,7 +268,8 @@ export class KubeletVolumeManager implements VolumeManager {
 
   private addPod(pod: V1Pod): void {
     const uid = pod.metadata!.uid!;
-    if (this.processed.get(uid) === pod && this.desired.hasPod(uid)) return;
+    // A pod is processed again when its object changes, and on every pass while a claim of it is unresolved.
+    if (this.processed.get(uid) === pod && this.desired.hasPod(uid) && !this.hasUnresolvedClaims(uid)) return;
     this.processed.set(uid, pod);
     const inUse = podVolumeNamesInUse(pod);
     const volumes: VolumeToMount[] = [];
@@ -254,20 +277,47 @@ export class KubeletVolumeManager implements VolumeManager {
     for (const volume of pod.spec?.volumes ?? []) {
       // A volume no container mounts is not set up (Go: processPodVolumes).
       if (!inUse.has(volume.name)) continue;
-      const plugin = this.plugins.find((p) => p.canSupport(volume));
+      let specName = volume.name;
+      let plugin: VolumePlugin | undefined;
+      let persistentVolume: ResolvedPersistentVolume | undefined;
+      const claim = podVolumeClaim(pod, volume);
+      if (claim) {
+        // Go's createVolumeSpec: the claim's PV is the volume's spec (its name the spec name).
+        const resolution = this.resolveClaim(pod, volume, claim.claimName);
+        if (resolution.error !== undefined) {
+          errors.push(resolution.error);
+          continue;
+        }
+        // Still being read: nothing to set up yet, and the pod waits.
+        if (!resolution.result) continue;
+        persistentVolume = resolution.result;
+        const pv = persistentVolume.volume;
+        try {
+          checkVolumeMode(pod, volume.name, pv);
+        } catch (err) {
+          this.logger.error('Error processing volume', err, { pod: podRef(pod), volumeName: volume.name });
+          errors.push(errorText(err));
+          continue;
+        }
+        specName = pv.metadata?.name ?? '';
+        plugin = this.plugins.find((p) => p.canSupportPersistentVolume?.(pv) ?? false);
+      }
+      const dirName = plugin ? specName : volume.name;
+      plugin ??= this.plugins.find((p) => p.canSupport(volume));
       if (!plugin) {
-        const message = `failed to get Plugin from volumeSpec for volume ${JSON.stringify(volume.name)} err=no volume plugin matched`;
+        const message = `failed to get Plugin from volumeSpec for volume ${JSON.stringify(specName)} err=no volume plugin matched`;
         this.logger.error('Failed to add volume to desiredStateOfWorld', new Error(message), { pod: podRef(pod), volumeName: volume.name });
         errors.push(message);
         continue;
       }
       volumes.push({
-        uniqueName: uniquePodVolumeName(plugin.name, uid, volume.name),
+        uniqueName: uniquePodVolumeName(plugin.name, uid, dirName),
         podUid: uid,
         volumeName: volume.name,
         volume,
         plugin,
-        dir: podVolumeDir(this.opts.podsDir, uid, plugin.name, volume.name),
+        dir: podVolumeDir(this.opts.podsDir, uid, plugin.name, dirName),
+        ...(persistentVolume ? { persistentVolume } : {}),
       });
     }
     if (errors.length > 0) this.podErrors.set(uid, errors);
@@ -275,10 +325,71 @@ export class KubeletVolumeManager implements VolumeManager {
     this.desired.setPod(pod, volumes);
   }
 
+  private hasUnresolvedClaims(uid: string): boolean {
+    for (const resolution of this.claims.get(uid)?.values() ?? []) if (!resolution.result) return true;
+    return false;
+  }
+
+  /**
+   * The cached resolution of a pod's claim volume; starts reading the claim and its PV when nothing is
+   * cached, or again (once per populator pass) while the last attempt failed.
+   */
+  private resolveClaim(pod: V1Pod, volume: V1Volume, claimName: string): ClaimResolution {
+    const uid = pod.metadata!.uid!;
+    let byVolume = this.claims.get(uid);
+    if (!byVolume) {
+      byVolume = new Map();
+      this.claims.set(uid, byVolume);
+    }
+    let resolution = byVolume.get(volume.name);
+    if (!resolution || resolution.claimName !== claimName) {
+      resolution = { claimName, inFlight: false, pass: -1 };
+      byVolume.set(volume.name, resolution);
+    }
+    if (resolution.result || resolution.inFlight || resolution.pass === this.populatorPass) return resolution;
+    const current = resolution;
+    current.inFlight = true;
+    current.pass = this.populatorPass;
+    this.logger.v(5).info('Found PVC', { PVC: `${pod.metadata?.namespace ?? ''}/${claimName}`, pod: podRef(pod), volumeName: volume.name });
+    const run = resolvePersistentVolume(this.host.persistentVolumes, pod, volume).then(
+      (result) => {
+        current.result = result;
+        current.error = undefined;
+        this.logger.v(5).info('Extracted volumeSpec from bound PV and PVC', {
+          PVC: `${pod.metadata?.namespace ?? ''}/${claimName}`,
+          PVName: result.volume.metadata?.name ?? '',
+          pod: podRef(pod),
+        });
+      },
+      (err: unknown) => {
+        const message = errorText(err);
+        // Logged when the error changes, not on every pass (Go logs each 100 ms pass).
+        if (message !== current.error) this.logger.error('Error processing volume', err, { pod: podRef(pod), volumeName: volume.name });
+        current.error = message;
+      },
+    );
+    const tracked = run.finally(() => {
+      current.inFlight = false;
+      this.operations.delete(tracked);
+      // The pod may have gone (or its claim changed) meanwhile.
+      if (this.claims.get(uid)?.get(volume.name) !== current) return;
+      const latest = this.desired.getPod(uid);
+      if (latest && this.running) {
+        this.processed.delete(uid);
+        this.addPod(latest);
+      }
+      this.checkWaiters();
+      this.kick();
+    });
+    this.operations.add(tracked);
+    return current;
+  }
+
   private removePod(uid: string): void {
     this.desired.deletePod(uid);
     this.processed.delete(uid);
     this.podErrors.delete(uid);
+    this.claims.delete(uid);
   }
 
   // ---- reconciler
@@ -295,8 +406,12 @@ export class KubeletVolumeManager implements VolumeManager {
   private reconcile(): void {
     if (!this.running) return;
     const sourcesReady = this.opts.sourcesReady?.() ?? true;
-    for (const volume of this.actual.all()) {
+    this.adoptReconstructedVolumes();
+    for (const volume of [...this.actual.all()]) {
       if (this.desired.hasVolume(volume.podUid, volume.volumeName)) continue;
+      // A pod whose claims are still being read may need this volume: it stays until they are resolved
+      // (a restarted kubelet without its API server never unmounts a running pod's claims).
+      if (this.desired.hasPod(volume.podUid) && this.hasUnresolvedClaims(volume.podUid)) continue;
       // Volumes found on disk wait until every source has told us which pods it still has.
       if (volume.reconstructed && !sourcesReady) continue;
       this.startOperation(volume.uniqueName, () => this.unmount(volume));
@@ -307,6 +422,20 @@ export class KubeletVolumeManager implements VolumeManager {
       this.startOperation(volume.uniqueName, () => this.mount(pod, volume, actual));
     }
     this.checkWaiters();
+  }
+
+  /**
+   * A volume found on disk is filed under its directory's name, which for a claim served through
+   * canSupportPersistentVolume is the PV's: once the pod's claim is resolved, it takes the pod's name.
+   */
+  private adoptReconstructedVolumes(): void {
+    for (const { volume } of this.desired.volumesToMount()) {
+      if (this.actual.get(volume.podUid, volume.volumeName)) continue;
+      const found = this.actual
+        .volumesOf(volume.podUid)
+        .find((v) => v.reconstructed && v.dir === volume.dir && !this.desired.hasVolume(v.podUid, v.volumeName));
+      if (found) this.actual.rename(volume.podUid, found.volumeName, volume.volumeName);
+    }
   }
 
   private startOperation(key: string, operation: () => Promise<void>): void {
@@ -355,7 +484,13 @@ export class KubeletVolumeManager implements VolumeManager {
         fsGroup: pod.spec?.securityContext?.fsGroup ?? undefined,
         host: this.host,
         signal: this.controller?.signal,
+        ...(volume.persistentVolume ? { persistentVolume: volume.persistentVolume } : {}),
       });
+      // A raw block volume reaches the container as a device, which the plugin must have mapped.
+      if (podVolumeUse(pod, volume.volumeName).devices && !mounted.devicePath) {
+        throw new Error(`volume ${volume.volumeName} is specified in volumeDevices, but volume plugin ${volume.plugin.name} mapped no block device for it`);
+      }
+      const claim = volume.persistentVolume?.claim.metadata;
       this.actual.markMounted({
         uniqueName: volume.uniqueName,
         podUid: volume.podUid,
@@ -365,6 +500,7 @@ export class KubeletVolumeManager implements VolumeManager {
         mounted,
         reconstructed: false,
         remountRequired: false,
+        ...(claim ? { pvcRef: { name: claim.name ?? '', namespace: claim.namespace ?? '' } } : {}),
       });
       this.logger.v(remount ? 4 : 3).info('MountVolume.SetUp succeeded for volume', { volumeName: volume.volumeName, uniqueName: volume.uniqueName, pod: podRef(pod) });
     } catch (err) {

@@ -182,3 +182,35 @@ t.test('tearDown removes only the bookkeeping directory', async (t) => {
   await t.rejects(stat(ctx.dir), { code: 'ENOENT' });
   t.equal(await readFile(join(data, 'keep'), 'utf8'), 'k');
 });
+
+t.test('generic ephemeral volumes; a claim and PV handed in by the volume manager are used as they are', async (t) => {
+  const dir = await tempDir(t);
+  const api = new FakeApiObjects();
+  const host = makeHost(join(dir, 'pods'), api);
+  const plugin = new PersistentClaimPlugin();
+  t.ok(plugin.canSupport({ name: 'x', ephemeral: { volumeClaimTemplate: { spec: {} } } }));
+
+  const data = join(dir, 'pv-data');
+  await mkdir(data);
+  const ctx: VolumeContext = { ...context(host), persistentVolume: { claim: claim(), volume: pv({ hostPath: { path: data } }), readOnly: true } };
+  t.same(await plugin.setUp(ctx), { path: data, readOnly: true, selinuxRelabel: false });
+  t.same([api.calls.claims, api.calls.volumes], [0, 0], 'nothing read from the API server');
+
+  // Called on its own for an ephemeral volume, it reads `<pod>-<volume>` and checks the pod controls it.
+  const pod: V1Pod = {
+    metadata: { name: 'web', namespace: 'default', uid: 'uid-1' },
+    spec: { containers: [{ name: 'app', volumeMounts: [{ name: 'scratch', mountPath: '/s' }] }], volumes: [{ name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: {} } } }] },
+  };
+  const eph = (): VolumeContext => ({ pod, volume: pod.spec!.volumes![0], dir: join(host.podsDir, 'x'), host });
+  await t.rejects(plugin.setUp(eph()), {
+    message: 'error processing PVC default/web-scratch: failed to fetch PVC from API server: persistentvolumeclaim "web-scratch" not found',
+  });
+  api.setClaim({ ...claim(), metadata: { name: 'web-scratch', namespace: 'default', uid: 'claim-uid' } });
+  api.setVolume(pv({ hostPath: { path: data } }));
+  await t.rejects(plugin.setUp(eph()), { message: 'PVC default/web-scratch was not created for pod default/web (pod is not owner)' });
+  api.setClaim({
+    ...claim(),
+    metadata: { name: 'web-scratch', namespace: 'default', uid: 'claim-uid', ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'web', uid: 'uid-1', controller: true }] },
+  });
+  t.same(await plugin.setUp(eph()), { path: data, readOnly: false, selinuxRelabel: false });
+});
