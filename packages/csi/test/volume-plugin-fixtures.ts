@@ -147,13 +147,13 @@ export async function makeFixture(t: Test, opts: Partial<CsiVolumePluginOptions>
   return { root, podsDir, pluginsDir, mounter, clock, logger, api, client, drivers, csiDrivers, attachments, ownership, host, plugin: make(), restart: make };
 }
 
-/** The fake driver mounts what it stages and publishes in the fake mount table, and unmounts on the way back. */
+/** The fake driver mounts what it stages and publishes in the fake mount table (once, as an idempotent driver), and unmounts on the way back. */
 export function actAsDriver(client: FakeCsiNodeClient, mounter: FakeMounter): void {
   client.onCall = async (call) => {
     switch (call.method) {
       case 'nodeStageVolume': {
         const r = call.request as NodeStageVolumeRequest;
-        await mounter.bindMount('/dev/fake', r.stagingTargetPath);
+        if (!mounter.isMounted(r.stagingTargetPath)) await mounter.bindMount('/dev/fake', r.stagingTargetPath);
         break;
       }
       case 'nodeUnstageVolume':
@@ -162,7 +162,7 @@ export function actAsDriver(client: FakeCsiNodeClient, mounter: FakeMounter): vo
       case 'nodePublishVolume': {
         const r = call.request as NodePublishVolumeRequest;
         if (r.volumeCapability.mount) await mkdir(r.targetPath, { recursive: true });
-        await mounter.bindMount(r.stagingTargetPath ?? '/srv/fake', r.targetPath);
+        if (!mounter.isMounted(r.targetPath)) await mounter.bindMount(r.stagingTargetPath ?? '/srv/fake', r.targetPath);
         break;
       }
       case 'nodeUnpublishVolume':
