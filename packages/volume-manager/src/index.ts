@@ -23,6 +23,7 @@ export {
   POD_ATTACH_AND_MOUNT_TIMEOUT_MS,
   RECONCILER_LOOP_PERIOD_MS,
   type PodLister,
+  type PodVolumeStats,
   type PodStateProvider,
   type VolumeManager,
   type VolumeManagerOptions,

@@ -77,6 +77,11 @@ export interface ActualVolume {
   mounted: MountedVolume;
   /** Found on disk after a restart; not set up by this process yet (Go: reconstructed volumes). */
   reconstructed: boolean;
+  /**
+   * Found on disk and described by the plugin's `reconstruct` hook: it counts as set up (a pod that still
+   * needs it does not set it up again), though it is only torn down once every pod source is ready.
+   */
+  reconstructedByPlugin?: boolean;
   /** setUp must run again to refresh contents (Go: remountRequired). */
   remountRequired: boolean;
   /** The claim the volume comes from, for its stats (unknown for a volume found on disk). */

@@ -5,7 +5,7 @@ import { makeMounts, type ContainerMount } from './container-mounts.js';
 import { podVolumeNamesInUse } from './names.js';
 import { FakeMounter } from './testing-mounter.js';
 import type { MountedVolume } from './types.js';
-import type { VolumeManager } from './volume-manager.js';
+import type { PodVolumeStats, VolumeManager } from './volume-manager.js';
 
 export { FakeMounter, type FakeMount, type FakeMountCall, type FakeMountOperation } from './testing-mounter.js';
 export { FakeApiObjects, notFoundError } from './fake-api.js';
@@ -22,6 +22,8 @@ export class FakeVolumeManager implements VolumeManager {
   /** When set, waitForAttachAndMount rejects with it. */
   mountError: Error | undefined;
   volumesInUse: string[] = [];
+  /** What getVolumeStats answers, by pod uid. */
+  readonly volumeStats = new Map<string, PodVolumeStats[]>();
   /** What getContainerMounts bind-mounts subPaths with (nothing happens on disk). */
   readonly mounter = new FakeMounter();
   private readonly mounted = new Map<string, Map<string, MountedVolume>>();
@@ -68,6 +70,10 @@ export class FakeVolumeManager implements VolumeManager {
 
   getVolumesInUse(): string[] {
     return [...this.volumesInUse];
+  }
+
+  async getVolumeStats(podUid: string): Promise<PodVolumeStats[]> {
+    return structuredClone(this.volumeStats.get(podUid) ?? []);
   }
 
   reconcilerStatesHasBeenSynced(): boolean {

@@ -28,7 +28,7 @@ import {
 import { makeMounts, type ContainerMount } from './container-mounts.js';
 import { checkVolumeMode, podVolumeClaim, podVolumeUse, resolvePersistentVolume } from './claims.js';
 import { cleanSubPaths } from './subpath.js';
-import { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type VolumeToMount } from './state.js';
+import { ActualStateOfWorld, DesiredStateOfWorld, type ActualVolume, type ClaimReference, type VolumeToMount } from './state.js';
 import type {
   ConfigMapGetter,
   Mounter,
@@ -40,6 +40,7 @@ import type {
   ServiceAccountTokenGetter,
   VolumeHost,
   VolumePlugin,
+  VolumeUsageStats,
 } from './types.js';
 
 /** Go: podAttachAndMountTimeout. */
@@ -82,12 +83,26 @@ export interface VolumeManager {
   podVolumesExist(podUid: string): boolean;
   /** Go: GetVolumesInUse, for node status `volumesInUse`. */
   getVolumesInUse(): string[];
+  /**
+   * Usage of the pod's set-up volumes whose plugin reports it (`VolumePlugin.getVolumeStats`, e.g. CSI's
+   * NodeGetVolumeStats); the others are not listed (their stats come from du/statfs of the directory).
+   */
+  getVolumeStats(podUid: string): Promise<PodVolumeStats[]>;
   /** The actual state was rebuilt from disk and the reconciler runs (Go: ReconcilerStatesHasBeenSynced). */
   reconcilerStatesHasBeenSynced(): boolean;
   /** Removes the directories of pods not in keep whose volumes are all gone (Go: cleanupOrphanedPodDirs). */
   cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<void>;
   /** Rewrites the API-backed volumes of the pods that reference an object that changed. */
   remountPodsReferencing(matches: (pod: V1Pod) => boolean): void;
+}
+
+/** One volume's usage as a plugin reports it (Go: the volume stats of the summary API). */
+export interface PodVolumeStats {
+  /** The pod's name for the volume. */
+  volumeName: string;
+  /** The claim of a persistentVolumeClaim or generic ephemeral volume. */
+  pvcRef?: ClaimReference;
+  stats: VolumeUsageStats;
 }
 
 export interface VolumeManagerOptions {
@@ -418,7 +433,7 @@ export class KubeletVolumeManager implements VolumeManager {
     }
     for (const { pod, volume } of this.desired.volumesToMount()) {
       const actual = this.actual.get(volume.podUid, volume.volumeName);
-      if (actual && !actual.remountRequired && !actual.reconstructed) continue;
+      if (actual && !actual.remountRequired && isSetUp(actual)) continue;
       this.startOperation(volume.uniqueName, () => this.mount(pod, volume, actual));
     }
     this.checkWaiters();
@@ -430,11 +445,16 @@ export class KubeletVolumeManager implements VolumeManager {
    */
   private adoptReconstructedVolumes(): void {
     for (const { volume } of this.desired.volumesToMount()) {
-      if (this.actual.get(volume.podUid, volume.volumeName)) continue;
-      const found = this.actual
-        .volumesOf(volume.podUid)
-        .find((v) => v.reconstructed && v.dir === volume.dir && !this.desired.hasVolume(v.podUid, v.volumeName));
-      if (found) this.actual.rename(volume.podUid, found.volumeName, volume.volumeName);
+      let actual = this.actual.get(volume.podUid, volume.volumeName);
+      if (!actual) {
+        actual = this.actual
+          .volumesOf(volume.podUid)
+          .find((v) => v.reconstructed && v.dir === volume.dir && !this.desired.hasVolume(v.podUid, v.volumeName));
+        if (!actual) continue;
+        this.actual.rename(volume.podUid, actual.volumeName, volume.volumeName);
+      }
+      const claim = volume.persistentVolume?.claim.metadata;
+      if (claim && !actual.pvcRef) actual.pvcRef = { name: claim.name ?? '', namespace: claim.namespace ?? '' };
     }
   }
 
@@ -474,7 +494,7 @@ export class KubeletVolumeManager implements VolumeManager {
   }
 
   private async mountVolume(pod: V1Pod, volume: VolumeToMount, actual: ActualVolume | undefined): Promise<void> {
-    const remount = actual !== undefined && !actual.reconstructed;
+    const remount = actual !== undefined && isSetUp(actual);
     if (actual) actual.remountRequired = false;
     try {
       const mounted = await volume.plugin.setUp({
@@ -628,7 +648,7 @@ export class KubeletVolumeManager implements VolumeManager {
   private unmountedVolumes(podUid: string, expected: string[]): string[] {
     return expected.filter((name) => {
       const volume = this.actual.get(podUid, name);
-      return !volume || volume.reconstructed;
+      return !volume || !isSetUp(volume);
     });
   }
 
@@ -636,7 +656,7 @@ export class KubeletVolumeManager implements VolumeManager {
 
   getMountedVolumesForPod(podUid: string): Map<string, MountedVolume> {
     const volumes = new Map<string, MountedVolume>();
-    for (const volume of this.actual.volumesOf(podUid)) if (!volume.reconstructed) volumes.set(volume.volumeName, volume.mounted);
+    for (const volume of this.actual.volumesOf(podUid)) if (isSetUp(volume)) volumes.set(volume.volumeName, volume.mounted);
     return volumes;
   }
 
@@ -658,10 +678,41 @@ export class KubeletVolumeManager implements VolumeManager {
     return this.actual.volumesOf(podUid).length > 0;
   }
 
+  /**
+   * Go: GetVolumesInUse: the mounted volumes' `inUseName`s and what each plugin reports in use (being
+   * attached or set up, devices still staged), so the attach/detach controller detaches none of them.
+   */
   getVolumesInUse(): string[] {
     const inUse = new Set<string>();
     for (const volume of this.actual.all()) if (volume.mounted.inUseName) inUse.add(volume.mounted.inUseName);
+    for (const plugin of this.plugins) {
+      if (!plugin.volumesInUse) continue;
+      try {
+        for (const name of plugin.volumesInUse()) inUse.add(name);
+      } catch (err) {
+        this.logger.error('Failed to list the volumes in use of a volume plugin', err, { pluginName: plugin.name });
+      }
+    }
     return [...inUse].sort();
+  }
+
+  async getVolumeStats(podUid: string): Promise<PodVolumeStats[]> {
+    const volumes = this.actual.volumesOf(podUid).filter((volume) => isSetUp(volume));
+    const results = await Promise.all(
+      volumes.map(async (volume): Promise<PodVolumeStats | undefined> => {
+        const plugin = this.pluginsByName.get(volume.pluginName);
+        if (!plugin?.getVolumeStats) return undefined;
+        try {
+          const stats = await plugin.getVolumeStats(volume.dir, volume.mounted, this.host);
+          if (!stats) return undefined;
+          return { volumeName: volume.volumeName, ...(volume.pvcRef ? { pvcRef: { ...volume.pvcRef } } : {}), stats };
+        } catch (err) {
+          this.logger.error('Failed to get the stats of a volume', err, { podUID: podUid, volumeName: volume.volumeName, pluginName: volume.pluginName });
+          return undefined;
+        }
+      }),
+    );
+    return results.filter((result): result is PodVolumeStats => result !== undefined);
   }
 
   remountPodsReferencing(matches: (pod: V1Pod) => boolean): void {
@@ -681,7 +732,15 @@ export class KubeletVolumeManager implements VolumeManager {
 
   // ---- disk
 
-  /** Go's reconstruction: volume directories of pods found on disk count as set up, without mounting again. */
+  /**
+   * Go's reconstruction: volume directories of pods found on disk count as set up, without mounting again.
+   * A plugin with `reconstruct` says how such a volume is mounted (its path, device, in-use name). When it
+   * answers undefined, nothing is set up in the directory: it is not counted, so nothing is torn down there;
+   * a pod still running sets the volume up afresh, and the directory of a pod that is gone goes with
+   * cleanupOrphanedPodDirs (which keeps any pod directory with a mount under it). When `reconstruct` fails,
+   * the volume counts as mounted at its directory, so the plugin's tearDown still gets to undo what may be
+   * set up there (Go keeps such a volume for the reconciler rather than forget a mount).
+   */
   private async reconstruct(): Promise<void> {
     for (const uid of await listDir(this.opts.podsDir)) {
       for (const escaped of await listDir(podVolumesDir(this.opts.podsDir, uid))) {
@@ -693,15 +752,32 @@ export class KubeletVolumeManager implements VolumeManager {
             this.logger.warn('Could not reconstruct volume: no volume plugin of that name', { podUID: uid, volumeName, pluginName });
             continue;
           }
+          let mounted: MountedVolume | undefined = { path: dir, readOnly: false, selinuxRelabel: false };
+          if (plugin.reconstruct) {
+            try {
+              mounted = await plugin.reconstruct(dir, this.host);
+            } catch (err) {
+              this.logger.error('Could not reconstruct volume; it is kept as set up at its directory for the plugin to tear down', err, {
+                podUID: uid,
+                volumeName,
+                pluginName,
+              });
+            }
+            if (!mounted) {
+              this.logger.info('Volume directory holds nothing set up; not reconstructed', { podUID: uid, volumeName, pluginName, dir });
+              continue;
+            }
+          }
           this.actual.markMounted({
             uniqueName: uniquePodVolumeName(pluginName, uid, volumeName),
             podUid: uid,
             volumeName,
             pluginName,
             dir,
-            mounted: { path: dir, readOnly: false, selinuxRelabel: false },
+            mounted,
             reconstructed: true,
             remountRequired: false,
+            ...(plugin.reconstruct ? { reconstructedByPlugin: true } : {}),
           });
           this.logger.v(4).info('Volume is reconstructed from disk', { podUID: uid, volumeName, pluginName });
         }
@@ -743,6 +819,11 @@ export class KubeletVolumeManager implements VolumeManager {
       }
     }
   }
+}
+
+/** Set up by this process, or found on disk as the plugin's reconstruct hook described it. */
+function isSetUp(volume: ActualVolume): boolean {
+  return !volume.reconstructed || volume.reconstructedByPlugin === true;
 }
 
 async function listDir(dir: string): Promise<string[]> {
