@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { GrpcCode } from './errors.js';
 import type { CsiAccessMode, CsiVolumeCapability } from './types.js';
 
 /** Go: CSIPluginName. */
@@ -13,8 +14,6 @@ export const CSI_PLUGIN_DIR_NAME = 'kubernetes.io~csi';
 export const VOL_DATA_FILE_NAME = 'vol_data.json';
 /** Go: volNameSep, between driver and handle in the unique volume name. */
 export const VOL_NAME_SEP = '^';
-/** Go: csiTimeout, the deadline of every CSI call. */
-export const CSI_TIMEOUT_MS = 2 * 60_000;
 /**
  * Go: the operation generator's waitForAttachTimeout, how long MountVolume waits for the
  * VolumeAttachment to be attached.
@@ -25,13 +24,6 @@ export const ATTACH_POLL_INTERVAL_MS = 1_000;
 
 /** storage.k8s.io VolumeLifecycleMode. */
 export type VolumeLifecycleMode = 'Persistent' | 'Ephemeral';
-
-/**
- * Go's `log()`: every message of the CSI plugin starts with `kubernetes.io/csi: `.
- */
-export function csiLog(msg: string): string {
-  return `${CSI_PLUGIN_NAME}: ${msg}`;
-}
 
 function sha256Hex(s: string): string {
   return createHash('sha256').update(s).digest('hex');
@@ -158,31 +150,19 @@ export async function loadVolumeDataIfExists(dir: string): Promise<VolumeData | 
   }
 }
 
-const GRPC_CODE_NAMES: Record<number, string> = {
-  1: 'Canceled',
-  4: 'DeadlineExceeded',
-  8: 'ResourceExhausted',
-  10: 'Aborted',
-  14: 'Unavailable',
-};
-
-/** The gRPC status code name an error carries (`code` as a number or a name), if any. */
-export function grpcCodeName(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'number') return GRPC_CODE_NAMES[code] ?? String(code);
-  if (typeof code === 'string') return code;
-  return undefined;
-}
+/** The gRPC codes after which the driver may still be working on the operation (Go's isFinalError). */
+const NOT_FINAL_CODES: ReadonlySet<number> = new Set([GrpcCode.Canceled, GrpcCode.DeadlineExceeded, GrpcCode.Unavailable, GrpcCode.ResourceExhausted, GrpcCode.Aborted]);
 
 /**
  * Go's isFinalError: a gRPC error whose code says the driver may still be working on the operation
  * (Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted) is not final, nor is an error
- * that is not a gRPC error at all; every other gRPC error means the operation did not happen.
+ * that is not a gRPC error at all (a CsiCallError's numeric `code`); every other gRPC error means the
+ * operation did not happen.
  */
 export function isFinalCsiError(err: unknown): boolean {
-  const name = grpcCodeName(err);
-  if (name === undefined) return false;
-  return !['Canceled', 'DeadlineExceeded', 'Unavailable', 'ResourceExhausted', 'Aborted', 'CANCELLED', 'DEADLINE_EXCEEDED', 'UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'ABORTED'].includes(name);
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'number') return false;
+  return !NOT_FINAL_CODES.has(code);
 }
 
 /**

@@ -42,7 +42,6 @@ import {
   ATTACH_POLL_INTERVAL_MS,
   CSI_PLUGIN_DIR_NAME,
   CSI_PLUGIN_NAME,
-  CSI_TIMEOUT_MS,
   CsiVolumeError,
   KeyedLock,
   VOL_DATA_FILE_NAME,
@@ -53,7 +52,6 @@ import {
   blockPublishPath,
   blockStagingPath,
   blockVolumeDir,
-  csiLog,
   csiUniqueVolumeName,
   deviceMountPath,
   ephemeralVolumeHandle,
@@ -67,6 +65,7 @@ import {
   type VolumeData,
   type VolumeLifecycleMode,
 } from './csi-util.js';
+import { csiLog } from './registry.js';
 import type { CsiDriverLookup, CsiDriverObjectGetter, CsiNodeCapability, CsiNodeClient, VolumeAttachmentGetter } from './types.js';
 
 export interface CsiVolumePluginOptions {
@@ -87,8 +86,6 @@ export interface CsiVolumePluginOptions {
   attachTimeoutMs?: number;
   /** How often the VolumeAttachment is read while waiting. */
   pollIntervalMs?: number;
-  /** The deadline of each CSI call (Go: csiTimeout, 2 min). */
-  csiTimeoutMs?: number;
   /** Reads nodeStageSecretRef/nodePublishSecretRef; defaults to the VolumeHost's secrets. */
   secrets?: SecretGetter;
   /** For tests: the file operations of the fsGroup ownership change (chown needs root). */
@@ -175,7 +172,6 @@ export class CsiVolumePlugin implements VolumePlugin {
   private readonly logger: Logger;
   private readonly attachTimeoutMs: number;
   private readonly pollIntervalMs: number;
-  private readonly csiTimeoutMs: number;
   private readonly secrets?: SecretGetter;
   private readonly ownershipFs?: OwnershipFs;
 
@@ -199,7 +195,6 @@ export class CsiVolumePlugin implements VolumePlugin {
     this.logger = opts.logger ?? defaultLogger;
     this.attachTimeoutMs = opts.attachTimeoutMs ?? WAIT_FOR_ATTACH_TIMEOUT_MS;
     this.pollIntervalMs = opts.pollIntervalMs ?? ATTACH_POLL_INTERVAL_MS;
-    this.csiTimeoutMs = opts.csiTimeoutMs ?? CSI_TIMEOUT_MS;
     this.secrets = opts.secrets;
     this.ownershipFs = opts.ownershipFs;
   }
@@ -1105,21 +1100,13 @@ export class CsiVolumePlugin implements VolumePlugin {
     return this.call(parent, (signal) => client.nodeGetCapabilities(signal));
   }
 
-  /** Runs one CSI call with Go's csiTimeout deadline, aborted early with the caller's signal. */
-  private async call<T>(parent: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    if (parent?.aborted) throw abortReason(parent);
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort(abortReason(parent as AbortSignal));
-    parent?.addEventListener('abort', onAbort, { once: true });
-    const timer = this.clock.setTimeout(() => {
-      controller.abort(Object.assign(new Error('rpc error: code = DeadlineExceeded desc = context deadline exceeded'), { code: 4 }));
-    }, this.csiTimeoutMs);
-    try {
-      return await fn(controller.signal);
-    } finally {
-      timer.cancel();
-      parent?.removeEventListener('abort', onAbort);
-    }
+  /**
+   * Runs one CSI call with the caller's signal (the pod's volume operation; tearDown has none). The
+   * client gives every call Go's csiTimeout deadline itself.
+   */
+  private async call<T>(signal: AbortSignal | undefined, fn: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+    if (signal?.aborted) throw abortReason(signal);
+    return fn(signal);
   }
 
   /** The CSIDriver object, undefined when there is none (or no getter). */

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CsiVolumeError } from '../src/csi-util.js';
-import { csiRpcError } from '../src/fake-node-client.js';
+import { GrpcCode } from '../src/errors.js';
 import type { NodePublishVolumeRequest, NodeStageVolumeRequest } from '../src/types.js';
 import { DRIVER, NODE, makeFixture, makePod, makePv, pvContext } from './volume-plugin-fixtures.js';
 
@@ -67,12 +67,12 @@ t.test('stage and publish a block volume at Go 1.20 volumeDevices paths; unstage
   t.same(restarted.volumesInUse(), [IN_USE]);
 
   await restarted.tearDown(a.dir, f.host);
-  t.same(f.client.callsOf('nodeUnpublishVolume').map((c) => c.request), [{ volumeId: 'vol-1', targetPath: publishA }]);
+  t.same(f.client.callsOf('nodeUnpublishVolume'), [{ volumeId: 'vol-1', targetPath: publishA }]);
   t.equal(f.client.callsOf('nodeUnstageVolume').length, 0);
   t.notOk(await exists(a.dir));
 
   await restarted.tearDown(b.dir, f.host);
-  t.same(f.client.callsOf('nodeUnstageVolume').map((c) => c.request), [{ volumeId: 'vol-1', stagingTargetPath: stagingPath }]);
+  t.same(f.client.callsOf('nodeUnstageVolume'), [{ volumeId: 'vol-1', stagingTargetPath: stagingPath }]);
   t.notOk(await exists(devices + '/pv1'), 'volumeDevices/<pv> removed');
   t.notOk(await exists(stagingPath));
   t.notOk(await exists(path.join(devices, 'publish/pv1')));
@@ -95,24 +95,24 @@ t.test('block set-up failures', async (t) => {
   const pv = makePv('pv1', { volumeMode: 'Block', csi: { nodeStageSecretRef: { namespace: 'ns', name: 'stage' } } });
   const ctx = pvContext(f, makePod('uid-1', { devices: true }), pv);
 
-  f.drivers.unregister(DRIVER);
+  f.drivers.remove(DRIVER);
   let err = (await f.plugin.setUp(ctx).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'MapVolume.SetUpDevice');
   t.equal(err.message, `kubernetes.io/csi: blockMapper.SetUpDevice failed to get CSI client: driver name ${DRIVER} not found in the list of registered CSI drivers`);
-  f.drivers.register(DRIVER, f.client);
+  f.drivers.add(DRIVER, f.client);
 
   err = (await f.plugin.setUp(ctx).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.message, 'failed to get NodeStageSecretRef ns/stage: secret "stage" not found');
 
   f.api.setSecret({ metadata: { namespace: 'ns', name: 'stage' }, data: {} });
-  f.client.failNext('nodePublishVolume', csiRpcError('NotFound', 'no device'));
+  f.client.failOn('nodePublishVolume', GrpcCode.NotFound, 'no device');
   err = (await f.plugin.setUp(ctx).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'MapVolume.MapPodDevice');
   t.equal(err.message, 'rpc error: code = NotFound desc = no device');
   t.same(f.plugin.volumesInUse(), [IN_USE], 'staged: still in use');
 
   await f.plugin.setUp(ctx);
-  f.client.failNext('nodeUnstageVolume', csiRpcError('Internal', 'busy'));
+  f.client.failOn('nodeUnstageVolume', GrpcCode.Internal, 'busy');
   err = (await f.plugin.tearDown(ctx.dir, f.host).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'UnmapDevice');
   t.equal(err.message, 'kubernetes.io/csi: blockMapper.unstageVolumeForBlock failed: rpc error: code = Internal desc = busy');

@@ -8,7 +8,7 @@ import type { V1CSIDriver, V1CSIPersistentVolumeSource, V1PersistentVolume, V1Pe
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import type { OwnershipFs, OwnershipStat, VolumeContext, VolumeHost } from '@kubelet-ts/volume-manager';
 import { FakeApiObjects, FakeMounter } from '@kubelet-ts/volume-manager/testing';
-import { FakeCsiDriverLookup, FakeCsiNodeClient } from '../src/fake-node-client.js';
+import { FakeCsiDriverLookup, FakeCsiNodeClient, type CsiNodeMethod } from '../src/testing.js';
 import type { NodePublishVolumeRequest, NodeStageVolumeRequest, NodeUnpublishVolumeRequest, NodeUnstageVolumeRequest } from '../src/types.js';
 import type { CsiDriverObjectGetter, VolumeAttachmentGetter } from '../src/types.js';
 import { CsiVolumePlugin, type CsiVolumePluginOptions } from '../src/volume-plugin.js';
@@ -114,7 +114,15 @@ export async function makeFixture(t: Test, opts: Partial<CsiVolumePluginOptions>
   const logger = new RecordingLogger();
   const api = new FakeApiObjects();
   const client = new FakeCsiNodeClient();
-  const drivers = new FakeCsiDriverLookup({ [DRIVER]: client });
+  client.capabilities = ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS'];
+  client.volumeStats = {
+    usage: [
+      { unit: 'BYTES', total: 1 << 30, available: 768 << 20, used: 256 << 20 },
+      { unit: 'INODES', total: 65536, available: 65000, used: 536 },
+    ],
+  };
+  const drivers = new FakeCsiDriverLookup();
+  drivers.add(DRIVER, client);
   const csiDrivers = new MapCsiDrivers();
   const attachments = new MapAttachments();
   const ownership = new RecordingOwnershipFs();
@@ -147,30 +155,42 @@ export async function makeFixture(t: Test, opts: Partial<CsiVolumePluginOptions>
   return { root, podsDir, pluginsDir, mounter, clock, logger, api, client, drivers, csiDrivers, attachments, ownership, host, plugin: make(), restart: make };
 }
 
-/** The fake driver mounts what it stages and publishes in the fake mount table (once, as an idempotent driver), and unmounts on the way back. */
+/**
+ * The fake driver mounts what it stages and publishes in the fake mount table (once, as an idempotent
+ * driver), and unmounts on the way back.
+ */
 export function actAsDriver(client: FakeCsiNodeClient, mounter: FakeMounter): void {
-  client.onCall = async (call) => {
-    switch (call.method) {
-      case 'nodeStageVolume': {
-        const r = call.request as NodeStageVolumeRequest;
-        if (!mounter.isMounted(r.stagingTargetPath)) await mounter.bindMount('/dev/fake', r.stagingTargetPath);
-        break;
-      }
-      case 'nodeUnstageVolume':
-        await mounter.unmount((call.request as NodeUnstageVolumeRequest).stagingTargetPath);
-        break;
-      case 'nodePublishVolume': {
-        const r = call.request as NodePublishVolumeRequest;
-        if (r.volumeCapability.mount) await mkdir(r.targetPath, { recursive: true });
-        if (!mounter.isMounted(r.targetPath)) await mounter.bindMount(r.stagingTargetPath ?? '/srv/fake', r.targetPath);
-        break;
-      }
-      case 'nodeUnpublishVolume':
-        await mounter.unmount((call.request as NodeUnpublishVolumeRequest).targetPath);
-        break;
-      default:
-        break;
-    }
+  client.respond('nodeStageVolume', async (request) => {
+    const r = request as NodeStageVolumeRequest;
+    if (!mounter.isMounted(r.stagingTargetPath)) await mounter.bindMount('/dev/fake', r.stagingTargetPath);
+  });
+  client.respond('nodeUnstageVolume', async (request) => {
+    await mounter.unmount((request as NodeUnstageVolumeRequest).stagingTargetPath);
+  });
+  client.respond('nodePublishVolume', async (request) => {
+    const r = request as NodePublishVolumeRequest;
+    if (r.volumeCapability.mount) await mkdir(r.targetPath, { recursive: true });
+    if (!mounter.isMounted(r.targetPath)) await mounter.bindMount(r.stagingTargetPath ?? '/srv/fake', r.targetPath);
+  });
+  client.respond('nodeUnpublishVolume', async (request) => {
+    await mounter.unmount((request as NodeUnpublishVolumeRequest).targetPath);
+  });
+}
+
+/**
+ * Holds the calls of method (after they are recorded) until release(); entered() counts those waiting.
+ * Replaces the method's responder: the held calls do nothing else.
+ */
+export function gate(client: FakeCsiNodeClient, method: CsiNodeMethod): { entered(): number; release(): void } {
+  const waiting: Array<() => void> = [];
+  let open = false;
+  client.respond(method, () => (open ? undefined : new Promise<void>((resolve) => waiting.push(resolve))));
+  return {
+    entered: () => waiting.length,
+    release: () => {
+      open = true;
+      for (const go of waiting.splice(0)) go();
+    },
   };
 }
 

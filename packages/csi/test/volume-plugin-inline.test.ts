@@ -89,13 +89,13 @@ t.test('nodePublishSecretRef is read from the pod namespace', async (t) => {
   t.equal(err.message, 'fetching NodePublishSecretRef default/creds failed: secret "creds" not found');
   f.api.setSecret({ metadata: { namespace: 'default', name: 'creds' }, data: { token: Buffer.from('abc').toString('base64') } });
   await f.plugin.setUp(ctx);
-  t.same((f.client.callsOf('nodePublishVolume')[0].request as NodePublishVolumeRequest).secrets, { token: 'abc' });
+  t.same((f.client.callsOf('nodePublishVolume')[0] as NodePublishVolumeRequest).secrets, { token: 'abc' });
 });
 
 t.test('an unregistered driver', async (t) => {
   const f = await makeFixture(t);
   f.csiDrivers.set(DRIVER, { volumeLifecycleModes: ['Ephemeral'] });
-  f.drivers.unregister(DRIVER);
+  f.drivers.remove(DRIVER);
   const err = (await f.plugin.setUp(inlineContext(f, inlinePod())).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'MountVolume.SetUp');
   t.equal(err.eventMessage('scratch'), `MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name ${DRIVER} not found in the list of registered CSI drivers`);

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { access, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CsiVolumeError } from '../src/csi-util.js';
-import { csiRpcError } from '../src/fake-node-client.js';
+import { GrpcCode } from '../src/errors.js';
 import type { NodePublishVolumeRequest, NodeStageVolumeRequest } from '../src/types.js';
 import { DRIVER, NODE, makeFixture, makePod, makePv, pvContext, until } from './volume-plugin-fixtures.js';
 
@@ -31,7 +31,7 @@ t.test('stage and publish a PV whose driver needs no attach, with pod info', asy
   const globalPath = path.join(f.pluginsDir, 'kubernetes.io/csi/pv/pv1/globalmount');
   t.same(mounted, { path: path.join(ctx.dir, 'mount'), readOnly: false, selinuxRelabel: true, inUseName: IN_USE });
   t.same(f.client.methods(), ['nodeGetCapabilities', 'nodeStageVolume', 'nodeGetCapabilities', 'nodePublishVolume']);
-  const stage = f.client.callsOf('nodeStageVolume')[0].request as NodeStageVolumeRequest;
+  const stage = f.client.callsOf('nodeStageVolume')[0] as NodeStageVolumeRequest;
   t.same(stage, {
     volumeId: 'vol-1',
     publishContext: {},
@@ -40,7 +40,7 @@ t.test('stage and publish a PV whose driver needs no attach, with pod info', asy
     secrets: {},
     volumeContext: { tier: 'fast' },
   });
-  const publish = f.client.callsOf('nodePublishVolume')[0].request as NodePublishVolumeRequest;
+  const publish = f.client.callsOf('nodePublishVolume')[0] as NodePublishVolumeRequest;
   t.same(publish, {
     volumeId: 'vol-1',
     publishContext: {},
@@ -96,8 +96,8 @@ t.test('without a CSIDriver object the VolumeAttachment is waited for; its metad
   f.attachments.set(VA_NAME, { attached: true, attachmentMetadata: { devicePath: '/dev/sdb' } });
   await f.clock.advance(1000);
   await setUp;
-  const stage = f.client.callsOf('nodeStageVolume')[0].request as NodeStageVolumeRequest;
-  const publish = f.client.callsOf('nodePublishVolume')[0].request as NodePublishVolumeRequest;
+  const stage = f.client.callsOf('nodeStageVolume')[0] as NodeStageVolumeRequest;
+  const publish = f.client.callsOf('nodePublishVolume')[0] as NodePublishVolumeRequest;
   t.same(stage.publishContext, { devicePath: '/dev/sdb' });
   t.same(publish.publishContext, { devicePath: '/dev/sdb' });
   t.notOk('csi.storage.k8s.io/pod.name' in publish.volumeContext, 'no pod info without a CSIDriver asking for it');
@@ -150,16 +150,16 @@ t.test('attach failures read as Go words them', async (t) => {
 t.test('a driver that is not registered', async (t) => {
   const f = await makeFixture(t);
   f.csiDrivers.set(DRIVER, { attachRequired: false });
-  f.drivers.unregister(DRIVER);
+  f.drivers.remove(DRIVER);
   const ctx = pvContext(f, makePod(), makePv());
   const err = (await f.plugin.setUp(ctx).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'MountVolume.MountDevice');
   t.equal(err.message, `kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name ${DRIVER} not found in the list of registered CSI drivers`);
 
   // Set up while registered, then the driver goes away: tearDown is refused and leaves everything.
-  f.drivers.register(DRIVER, f.client);
+  f.drivers.add(DRIVER, f.client);
   await f.plugin.setUp(ctx);
-  f.drivers.unregister(DRIVER);
+  f.drivers.remove(DRIVER);
   const tearDownErr = (await f.plugin.tearDown(ctx.dir, f.host).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(tearDownErr.operation, 'UnmountVolume.TearDown');
   t.equal(tearDownErr.message, `kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name ${DRIVER} not found in the list of registered CSI drivers`);
@@ -168,7 +168,7 @@ t.test('a driver that is not registered', async (t) => {
   t.same(f.plugin.volumesInUse(), [IN_USE]);
 
   // Back: the retry goes through.
-  f.drivers.register(DRIVER, f.client);
+  f.drivers.add(DRIVER, f.client);
   await f.plugin.tearDown(ctx.dir, f.host);
   t.notOk(await exists(ctx.dir));
   t.same(f.plugin.volumesInUse(), []);
@@ -180,13 +180,13 @@ t.test('NodeStageVolume errors: a final one removes the global directory, an unc
   const ctx = pvContext(f, makePod(), makePv());
   const globalDir = path.join(f.pluginsDir, 'kubernetes.io/csi/pv/pv1');
 
-  f.client.failNext('nodeStageVolume', csiRpcError('InvalidArgument', 'bad fsType'));
+  f.client.failOn('nodeStageVolume', GrpcCode.InvalidArgument, 'bad fsType');
   const err = (await f.plugin.setUp(ctx).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'MountVolume.MountDevice');
   t.equal(err.message, 'rpc error: code = InvalidArgument desc = bad fsType');
   t.notOk(await exists(globalDir), 'final error: globalmount and vol_data.json removed');
 
-  f.client.failNext('nodeStageVolume', csiRpcError('DeadlineExceeded', 'context deadline exceeded'));
+  f.client.failOn('nodeStageVolume', GrpcCode.DeadlineExceeded, 'context deadline exceeded');
   await t.rejects(f.plugin.setUp(ctx), { message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded' });
   t.ok(await exists(path.join(globalDir, 'globalmount')), 'uncertain: kept for UnmountDevice');
 
@@ -198,14 +198,14 @@ t.test('NodePublishVolume errors: a final one removes the volume directory', asy
   const f = await makeFixture(t);
   f.csiDrivers.set(DRIVER, { attachRequired: false });
   const ctx = pvContext(f, makePod(), makePv());
-  f.client.failNext('nodePublishVolume', csiRpcError('Internal', 'mount failed: exit status 32'));
+  f.client.failOn('nodePublishVolume', GrpcCode.Internal, 'mount failed: exit status 32');
   const err = (await f.plugin.setUp(ctx).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'MountVolume.SetUp');
   t.equal(err.eventMessage('pv1'), 'MountVolume.SetUp failed for volume "pv1" : rpc error: code = Internal desc = mount failed: exit status 32');
   t.notOk(await exists(ctx.dir), 'mount dir, vol_data.json and the volume dir are gone');
   t.same(f.plugin.volumesInUse(), [IN_USE], 'the device stays staged');
 
-  f.client.failNext('nodePublishVolume', csiRpcError('Unavailable', 'driver restarting'));
+  f.client.failOn('nodePublishVolume', GrpcCode.Unavailable, 'driver restarting');
   await t.rejects(f.plugin.setUp(ctx));
   t.ok(await exists(path.join(ctx.dir, 'vol_data.json')), 'uncertain: kept so tearDown can unpublish');
 });
@@ -217,7 +217,7 @@ t.test('a driver without STAGE_UNSTAGE_VOLUME: publish only, the global data sti
   const ctx = pvContext(f, makePod(), makePv());
   await f.plugin.setUp(ctx);
   t.same(f.client.methods(), ['nodeGetCapabilities', 'nodeGetCapabilities', 'nodePublishVolume']);
-  const publish = f.client.callsOf('nodePublishVolume')[0].request as NodePublishVolumeRequest;
+  const publish = f.client.callsOf('nodePublishVolume')[0] as NodePublishVolumeRequest;
   t.notOk('stagingTargetPath' in publish);
   t.ok(await exists(path.join(f.pluginsDir, 'kubernetes.io/csi/pv/pv1/vol_data.json')));
   await f.plugin.tearDown(ctx.dir, f.host);
@@ -242,7 +242,7 @@ t.test('two pods share a volume: unstaged only after the last one', async (t) =>
   t.same(f.plugin.volumesInUse(), [IN_USE]);
 
   await f.plugin.tearDown(b.dir, f.host);
-  t.same(f.client.callsOf('nodeUnstageVolume').map((c) => c.request), [{ volumeId: 'vol-1', stagingTargetPath: path.join(f.pluginsDir, 'kubernetes.io/csi/pv/pv1/globalmount') }]);
+  t.same(f.client.callsOf('nodeUnstageVolume'), [{ volumeId: 'vol-1', stagingTargetPath: path.join(f.pluginsDir, 'kubernetes.io/csi/pv/pv1/globalmount') }]);
   t.notOk(await exists(b.dir));
   t.notOk(await exists(path.join(f.pluginsDir, 'kubernetes.io/csi/pv/pv1')));
   t.same(f.plugin.volumesInUse(), []);
@@ -257,7 +257,7 @@ t.test('a failed NodeUnstageVolume keeps the pod directory so the next tearDown 
   f.csiDrivers.set(DRIVER, { attachRequired: false });
   const ctx = pvContext(f, makePod(), makePv());
   await f.plugin.setUp(ctx);
-  f.client.failNext('nodeUnstageVolume', csiRpcError('Internal', 'device busy'));
+  f.client.failOn('nodeUnstageVolume', GrpcCode.Internal, 'device busy');
   const err = (await f.plugin.tearDown(ctx.dir, f.host).catch((e: unknown) => e)) as CsiVolumeError;
   t.equal(err.operation, 'UnmountDevice');
   t.equal(err.message, 'kubernetes.io/csi: attacher.UnmountDevice failed: rpc error: code = Internal desc = device busy');
@@ -305,8 +305,8 @@ t.test('secrets: nodeStageSecretRef and nodePublishSecretRef', async (t) => {
 
   f.api.setSecret({ metadata: { namespace: 'kube-system', name: 'publish' }, data: { user: Buffer.from('admin').toString('base64') } });
   await f.plugin.setUp(ctx);
-  t.same((f.client.callsOf('nodeStageVolume').at(-1)!.request as NodeStageVolumeRequest).secrets, { key: 's3cret' });
-  t.same((f.client.callsOf('nodePublishVolume').at(-1)!.request as NodePublishVolumeRequest).secrets, { user: 'admin' });
+  t.same((f.client.callsOf('nodeStageVolume').at(-1)! as NodeStageVolumeRequest).secrets, { key: 's3cret' });
+  t.same((f.client.callsOf('nodePublishVolume').at(-1)! as NodePublishVolumeRequest).secrets, { user: 'admin' });
 });
 
 t.test('fsGroup as the CSIDriver fsGroupPolicy allows', async (t) => {
@@ -340,7 +340,7 @@ t.test('access modes, read-only and volume modes', async (t) => {
   const pv = makePv('pv1', { accessModes: ['ReadOnlyMany', 'ReadWriteOnce'] });
   const ctx = pvContext(f, makePod(), pv, { readOnly: true });
   const mounted = await f.plugin.setUp(ctx);
-  const publish = f.client.callsOf('nodePublishVolume')[0].request as NodePublishVolumeRequest;
+  const publish = f.client.callsOf('nodePublishVolume')[0] as NodePublishVolumeRequest;
   t.equal(publish.volumeCapability.accessMode.mode, 'MULTI_NODE_READER_ONLY', "the PV's first access mode");
   t.equal(publish.readonly, true);
   t.equal(mounted.readOnly, true);
@@ -349,7 +349,7 @@ t.test('access modes, read-only and volume modes', async (t) => {
   g.csiDrivers.set(DRIVER, { attachRequired: false });
   const rwx = pvContext(g, makePod(), makePv('pv1', { accessModes: ['ReadWriteMany'], csi: { readOnly: true } }));
   await g.plugin.setUp(rwx);
-  const p2 = g.client.callsOf('nodePublishVolume')[0].request as NodePublishVolumeRequest;
+  const p2 = g.client.callsOf('nodePublishVolume')[0] as NodePublishVolumeRequest;
   t.equal(p2.volumeCapability.accessMode.mode, 'MULTI_NODE_MULTI_WRITER');
   t.equal(p2.readonly, true, 'spec.csi.readOnly makes it read-only too');
 
