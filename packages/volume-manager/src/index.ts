@@ -29,6 +29,7 @@ export {
   type VolumeManagerOptions,
 } from './volume-manager.js';
 export { escapePluginName, podVolumeDir, podVolumeNamesInUse, podVolumesDir, uniquePodVolumeName, unescapePluginName } from './names.js';
+export { makeDevices, type ContainerDevice } from './container-devices.js';
 export { makeMounts, translateMountPropagation, type ContainerMount, type MakeMountsOptions, type MountPropagation } from './container-mounts.js';
 export {
   CONTAINER_SUBPATH_DIRECTORY_NAME,
