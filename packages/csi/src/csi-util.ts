@@ -188,15 +188,21 @@ export type CsiVolumeOperation =
  * A failure of the CSI volume plugin. `message` is the part after Go's `<operation> failed for volume
  * "<name>" : ` (e.g. `kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver
  * name x not found in the list of registered CSI drivers`); `operation` is the Go operation it happened in.
+ * `uncertain` is Go's UncertainProgressError: the driver may have staged or published the volume anyway
+ * (a CSI call that timed out, was cancelled or found the driver unavailable, or an fsGroup change that
+ * failed after NodePublishVolume), so the pod's volume directory must be torn down even though setUp
+ * rejected (Go: MarkVolumeMountAsUncertain).
  */
 export class CsiVolumeError extends Error {
   override name = 'CsiVolumeError';
+  readonly uncertain: boolean;
   constructor(
     readonly operation: CsiVolumeOperation,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; uncertain?: boolean },
   ) {
     super(message, options);
+    this.uncertain = options?.uncertain ?? false;
   }
 
   /** The whole event message as Go's operation generator words it. */

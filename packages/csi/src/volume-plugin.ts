@@ -101,10 +101,23 @@ export const POD_INFO_KEYS = {
   ephemeral: 'csi.storage.k8s.io/ephemeral',
 } as const;
 
+/** Marks an error as leaving the volume possibly staged or published (Go: NewUncertainProgressError). */
+const UNCERTAIN = Symbol('uncertain');
+
+function uncertain(err: unknown): Error {
+  const e = err instanceof Error ? err : new Error(errorText(err));
+  (e as Error & { [UNCERTAIN]?: boolean })[UNCERTAIN] = true;
+  return e;
+}
+
+function isUncertain(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { [UNCERTAIN]?: boolean })[UNCERTAIN] === true;
+}
+
 /** What a set-up or tear-down step failed in: the Go operation, and the message after its prefix. */
 function opError(operation: CsiVolumeOperation, err: unknown): CsiVolumeError {
   if (err instanceof CsiVolumeError) return err;
-  return new CsiVolumeError(operation, errorText(err), { cause: err });
+  return new CsiVolumeError(operation, errorText(err), { cause: err, uncertain: isUncertain(err) });
 }
 
 /** Go's errno texts, for the fs errors that end up in event messages (`mkdir /x: permission denied`). */
@@ -284,14 +297,14 @@ export class CsiVolumePlugin implements VolumePlugin {
       if (await this.mounter.isMountPoint(targetPath)) {
         log.info(csiLog(`mounter.SetUpAt skipping NodePublish, dir already mounted [${targetPath}]`));
       } else {
-        await this.publishFilesystem(ctx, spec, globalPath, targetPath, publishContext, driverObject).catch((err: unknown) => {
+        try {
+          await this.publishFilesystem(ctx, spec, globalPath, targetPath, publishContext, driverObject);
+          await this.applyFsGroup(ctx, targetPath, source.fsType ?? '', spec.readOnly, driverObject, { accessModes: spec.pv.spec?.accessModes }, spec.volumeHandle);
+        } catch (err) {
+          // Possibly published: in use until torn down.
+          if (isUncertain(err)) this.published.set(ctx.dir, spec.inUseName);
           throw opError('MountVolume.SetUp', err);
-        });
-        await this.applyFsGroup(ctx, targetPath, source.fsType ?? '', spec.readOnly, driverObject, { accessModes: spec.pv.spec?.accessModes }, spec.volumeHandle).catch(
-          (err: unknown) => {
-            throw opError('MountVolume.SetUp', err);
-          },
-        );
+        }
       }
       this.published.set(ctx.dir, spec.inUseName);
       return { path: targetPath, readOnly: spec.readOnly, selinuxRelabel: true, inUseName: spec.inUseName };
@@ -359,8 +372,11 @@ export class CsiVolumePlugin implements VolumePlugin {
         await this.removeMountDir(globalPath).catch((cleanErr: unknown) => {
           this.logger.error(csiLog(`attacher.MountDevice failed to remove mount dir after error [${globalPath}]`), cleanErr);
         });
+        throw err;
       }
-      throw err;
+      // The driver may still be staging it: count it as staged until it is unstaged.
+      this.staged.set(spec.inUseName, globalPath);
+      throw uncertain(err);
     }
     this.staged.set(spec.inUseName, globalPath);
     log.info(csiLog(`attacher.MountDevice successfully requested NodeStageVolume [${globalPath}]`));
@@ -465,6 +481,7 @@ export class CsiVolumePlugin implements VolumePlugin {
         this.logger.v(4).info(csiLog(`blockMapper.MapPodDevice skipping NodePublish, already published [${publishPath}]`));
       } else {
         await this.publishBlock(ctx, spec, stagingPath, publishPath, publishContext).catch((err: unknown) => {
+          if (isUncertain(err)) this.published.set(ctx.dir, spec.inUseName);
           throw opError('MapVolume.MapPodDevice', err);
         });
       }
@@ -518,8 +535,10 @@ export class CsiVolumePlugin implements VolumePlugin {
         await this.cleanupOrphanDeviceFiles(spec.pvName).catch((cleanErr: unknown) => {
           this.logger.v(4).info(`Failed to clean up block volume directory ${errorText(cleanErr)}`);
         });
+        throw err;
       }
-      throw err;
+      this.staged.set(spec.inUseName, stagingPath);
+      throw uncertain(err);
     }
     this.staged.set(spec.inUseName, stagingPath);
   }
@@ -545,21 +564,25 @@ export class CsiVolumePlugin implements VolumePlugin {
       throw new Error(csiLog(`blockMapper.publishVolumeForBlock failed to create dir ${publishDir}:  ${goFsError(err)}`), { cause: err });
     }
     // The driver creates the device file at publishPath itself; Go passes the staging path either way.
-    await this.call(ctx.signal, (signal) =>
-      client.nodePublishVolume(
-        {
-          volumeId: spec.volumeHandle,
-          publishContext,
-          stagingTargetPath: stagingPath,
-          targetPath: publishPath,
-          volumeCapability: volumeCapability(spec.accessMode ?? 'ReadWriteOnce', { block: true }),
-          readonly: spec.readOnly,
-          secrets,
-          volumeContext: { ...(source.volumeAttributes ?? {}) },
-        },
-        signal,
-      ),
-    );
+    try {
+      await this.call(ctx.signal, (signal) =>
+        client.nodePublishVolume(
+          {
+            volumeId: spec.volumeHandle,
+            publishContext,
+            stagingTargetPath: stagingPath,
+            targetPath: publishPath,
+            volumeCapability: volumeCapability(spec.accessMode ?? 'ReadWriteOnce', { block: true }),
+            readonly: spec.readOnly,
+            secrets,
+            volumeContext: { ...(source.volumeAttributes ?? {}) },
+          },
+          signal,
+        ),
+      );
+    } catch (err) {
+      throw isFinalCsiError(err) ? err : uncertain(err);
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -659,8 +682,9 @@ export class CsiVolumePlugin implements VolumePlugin {
         await this.removeMountDir(targetPath).catch((cleanErr: unknown) => {
           this.logger.error(csiLog(`mounter.SetupAt failed to remove mount dir after a NodePublish() error [${targetPath}]`), cleanErr);
         });
+        throw err;
       }
-      throw err;
+      throw uncertain(err);
     }
     this.logger.v(4).info(csiLog(`mounter.SetUp successfully requested NodePublish [${targetPath}]`));
   }
@@ -716,7 +740,8 @@ export class CsiVolumePlugin implements VolumePlugin {
         ...(this.ownershipFs ? { fs: this.ownershipFs } : {}),
       });
     } catch (err) {
-      throw new Error(`applyFSGroup failed for vol ${volumeHandle}: ${errorText(err)}`, { cause: err });
+      // Mounted already: the volume must be torn down even though the pod cannot use it.
+      throw uncertain(new Error(`applyFSGroup failed for vol ${volumeHandle}: ${errorText(err)}`, { cause: err }));
     }
     log.info(csiLog(`mounter.SetupAt fsGroup [${fsGroup}] applied successfully to ${volumeHandle}`));
   }

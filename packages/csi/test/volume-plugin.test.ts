@@ -186,9 +186,14 @@ t.test('NodeStageVolume errors: a final one removes the global directory, an unc
   t.equal(err.message, 'rpc error: code = InvalidArgument desc = bad fsType');
   t.notOk(await exists(globalDir), 'final error: globalmount and vol_data.json removed');
 
+  t.equal(err.uncertain, false);
+  t.same(f.plugin.volumesInUse(), []);
+
   f.client.failOn('nodeStageVolume', GrpcCode.DeadlineExceeded, 'context deadline exceeded');
-  await t.rejects(f.plugin.setUp(ctx), { message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded' });
+  const uncertainErr = (await f.plugin.setUp(ctx).catch((e: unknown) => e)) as CsiVolumeError;
+  t.match(uncertainErr, { message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded', uncertain: true });
   t.ok(await exists(path.join(globalDir, 'globalmount')), 'uncertain: kept for UnmountDevice');
+  t.same(f.plugin.volumesInUse(), [IN_USE], 'maybe staged: in use');
 
   await f.plugin.setUp(ctx);
   t.equal(f.client.callsOf('nodeStageVolume').length, 3);
@@ -205,9 +210,14 @@ t.test('NodePublishVolume errors: a final one removes the volume directory', asy
   t.notOk(await exists(ctx.dir), 'mount dir, vol_data.json and the volume dir are gone');
   t.same(f.plugin.volumesInUse(), [IN_USE], 'the device stays staged');
 
+  t.equal(err.uncertain, false);
+
   f.client.failOn('nodePublishVolume', GrpcCode.Unavailable, 'driver restarting');
-  await t.rejects(f.plugin.setUp(ctx));
+  t.match(await f.plugin.setUp(ctx).catch((e: unknown) => e), { operation: 'MountVolume.SetUp', uncertain: true });
   t.ok(await exists(path.join(ctx.dir, 'vol_data.json')), 'uncertain: kept so tearDown can unpublish');
+  await f.plugin.tearDown(ctx.dir, f.host);
+  t.same(f.plugin.volumesInUse(), [], 'torn down: unpublished and unstaged');
+  t.equal(f.client.callsOf('nodeUnstageVolume').length, 1);
 });
 
 t.test('a driver without STAGE_UNSTAGE_VOLUME: publish only, the global data still kept and removed', async (t) => {
