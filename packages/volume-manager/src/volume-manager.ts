@@ -388,11 +388,11 @@ export class KubeletVolumeManager implements VolumeManager {
       this.operations.delete(tracked);
       // The pod may have gone (or its claim changed) meanwhile.
       if (this.claims.get(uid)?.get(volume.name) !== current) return;
+      // The pod is processed again with the answer: now, or by the next populator pass. A pod whose
+      // containers are stopping gets no new volumes (the populator skips it too).
+      this.processed.delete(uid);
       const latest = this.desired.getPod(uid);
-      if (latest && this.running) {
-        this.processed.delete(uid);
-        this.addPod(latest);
-      }
+      if (latest && this.running && !this.opts.podState.shouldPodContainersBeTerminating(uid)) this.addPod(latest);
       this.checkWaiters();
       this.kick();
     });

@@ -289,3 +289,18 @@ t.test('a pod that goes away while its claim is being read leaves nothing behind
   t.notOk(manager.desired.hasPod('uid-web'));
   t.notOk(manager.podVolumesExist('uid-web'));
 });
+
+t.test('a claim read before the manager starts is used once it runs', async (t) => {
+  const { api, pvPlugin, pods, manager } = await setup(t);
+  api.setClaim(claim('c'));
+  api.setVolume(pv('pv1', 'c', { csi }));
+  const p = pod('web', [{ name: 'data', persistentVolumeClaim: { claimName: 'c' } }]);
+  pods.push(p);
+  const waiting = manager.waitForAttachAndMount(p);
+  await settle();
+  t.equal(api.calls.claims, 1, 'read by the first wait');
+  await manager.start();
+  await waiting;
+  t.equal(pvPlugin.setUps.length, 1);
+  t.equal(api.calls.claims, 1);
+});
