@@ -12,7 +12,7 @@ export { FakeApiObjects, notFoundError } from './fake-api.js';
 
 /**
  * A VolumeManager that "mounts" every volume a pod's containers use at `<root>/<uid>/<volume>` at once
- * (nothing is written). Set `mountError` to make waits fail with it; every call is recorded.
+ * (nothing is written); a volume in `volumeDevices` gets the device path `<root>/<uid>/<volume>/dev`. Set `mountError` to make waits fail with it; every call is recorded.
  */
 export class FakeVolumeManager implements VolumeManager {
   readonly waitedForMount: string[] = [];
@@ -44,7 +44,14 @@ export class FakeVolumeManager implements VolumeManager {
     this.waitedForMount.push(uid);
     if (this.mountError) throw this.mountError;
     const volumes = new Map<string, MountedVolume>();
-    for (const name of podVolumeNamesInUse(pod)) volumes.set(name, { path: `${this.root}/${uid}/${name}`, readOnly: false, selinuxRelabel: false });
+    const devices = new Set(
+      [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)),
+    );
+    for (const name of podVolumeNamesInUse(pod)) {
+      const path = `${this.root}/${uid}/${name}`;
+      // A volume in volumeDevices is "mapped" to a device node under it (what makeDevices hands the runtime).
+      volumes.set(name, { path, readOnly: false, selinuxRelabel: false, ...(devices.has(name) ? { devicePath: `${path}/dev` } : {}) });
+    }
     this.mounted.set(uid, volumes);
   }
 

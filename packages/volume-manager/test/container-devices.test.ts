@@ -47,3 +47,18 @@ t.test('FakeVolumeManager answers getVolumeStats from volumeStats', async (t) =>
   stats[0].stats.usedBytes = 9;
   t.equal(fake.volumeStats.get('uid-1')![0].stats.usedBytes, 5, 'a copy');
 });
+
+t.test('FakeVolumeManager maps the volumes in volumeDevices to a device path', async (t) => {
+  const fake = new FakeVolumeManager('/fake');
+  const blockPod: V1Pod = {
+    metadata: { name: 'web', namespace: 'default', uid: 'uid-1' },
+    spec: {
+      containers: [{ name: 'app', volumeDevices: [{ name: 'disk', devicePath: '/dev/xvda' }], volumeMounts: [{ name: 'files', mountPath: '/f' }] }],
+      volumes: [{ name: 'disk', persistentVolumeClaim: { claimName: 'd' } }, { name: 'files', emptyDir: {} }],
+    },
+  };
+  await fake.waitForAttachAndMount(blockPod);
+  const mounted = fake.getMountedVolumesForPod('uid-1');
+  t.equal(mounted.get('files')?.devicePath, undefined);
+  t.same(makeDevices(blockPod, blockPod.spec!.containers[0], mounted), [{ containerPath: '/dev/xvda', hostPath: '/fake/uid-1/disk/dev', permissions: 'mrw' }]);
+});
