@@ -59,3 +59,23 @@ export {
   type NodeInfoManagerOptions,
   type BackoffSteps,
 } from './node-info.js';
+export { createCsiApiGetters } from './api-getters.js';
+export { CsiVolumePlugin, POD_INFO_KEYS, type CsiVolumePluginOptions } from './volume-plugin.js';
+export {
+  CSI_PLUGIN_NAME,
+  CSI_PLUGIN_DIR_NAME,
+  VOL_DATA_FILE_NAME,
+  WAIT_FOR_ATTACH_TIMEOUT_MS,
+  ATTACH_POLL_INTERVAL_MS,
+  CsiVolumeError,
+  isFinalCsiError,
+  attachmentName,
+  ephemeralVolumeHandle,
+  csiUniqueVolumeName,
+  deviceMountPath,
+  blockStagingPath,
+  blockPublishPath,
+  loadVolumeData,
+  type CsiVolumeOperation,
+  type VolumeData,
+} from './csi-util.js';
