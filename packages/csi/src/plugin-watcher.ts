@@ -211,8 +211,8 @@ export class PluginWatcher {
     } catch (err) {
       this.logger?.error('Failed to scan the plugin registry directory', err, { path: this.dir });
     }
-    const started = this.reconcile();
-    if (waitForOperations) await Promise.allSettled(started);
+    this.reconcile();
+    if (waitForOperations) await Promise.allSettled([...this.pending.values()]);
   }
 
   /** The desired state of world: every socket under the directory (names starting with '.' skipped). */

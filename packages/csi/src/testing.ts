@@ -1,7 +1,8 @@
 // Test doubles of this package, published as `@kubelet-ts/csi/testing`: a scripted CsiNodeClient, a driver lookup
 // holding such clients, an in-memory NodeInfoApi, and FakeCsiDriverServer, a real gRPC CSI driver (Identity +
 // Node) with its registration socket, for tests of the plugin watcher and the client over unix sockets.
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import type { V1CSINode, V1Node } from '@kubernetes/client-node';
 import { FakeApiError } from '@kubelet-ts/core/testing';
@@ -478,6 +479,7 @@ export class FakeCsiDriverServer {
 }
 
 async function bind(server: grpc.Server, socketPath: string): Promise<void> {
+  await mkdir(dirname(socketPath), { recursive: true });
   await rm(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
     server.bindAsync(unixTarget(socketPath), grpcJs().ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
