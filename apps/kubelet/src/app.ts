@@ -20,6 +20,7 @@ import { runOnce, type RunPodResult } from './run-once.js';
 import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/status-manager';
 import type { NodeLeaseController, NodeStatusManager } from '@kubelet-ts/node-status';
 import { KUBELET_VERSION } from './version.js';
+import { pluginsRegistryDir, type NodeInfoManager, type PluginWatcher } from '@kubelet-ts/csi';
 import type { PodResourcesServer } from '@kubelet-ts/device-manager';
 import type { CertificateManager } from '@kubelet-ts/certificate';
 import { bootstrapClientCertificate } from './certificates.js';
@@ -168,6 +169,18 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   } catch (error) {
     logger.error('Failed to start the pod resources server', error);
   }
+  // Go: the plugin manager (initializeRuntimeDependentModules) registers CSI drivers from <root-dir>/plugins_registry,
+  // and the CSI plugin's Init makes the node's CSINode (retried; a failure is logged, the drivers still register).
+  const pluginWatcher = config.runOnce ? undefined : c.resolve<PluginWatcher>(Tokens.PluginWatcher);
+  const csiNodeInfo = config.runOnce ? undefined : c.resolve<NodeInfoManager | undefined>(Tokens.CsiNodeInfo);
+  const csiNodeInitialized = csiNodeInfo?.initializeCsiNode(signal).catch((error: unknown) => {
+    if (!signal.aborted) logger.error('Failed to initialize CSINode', error);
+  });
+  try {
+    await pluginWatcher?.start(signal);
+  } catch (error) {
+    logger.error('Failed to start the plugin manager', error, { dir: pluginsRegistryDir(config.rootDir) });
+  }
   // Go: the node shutdown manager watches for a shutdown (logind, else a signal); a failure to watch is logged.
   const shutdownManager = config.runOnce ? undefined : c.resolve<NodeShutdownManager | undefined>(Tokens.NodeShutdownManager);
   const shutdownStarted = shutdownManager?.start().catch((error: unknown) => logger.error('Failed to start node shutdown manager', error));
@@ -175,7 +188,8 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
   const teardown = async () => {
     await shutdownStarted;
     await shutdownManager?.stop();
-    await Promise.all([healthz?.stop(), servers?.stop(), logManager?.stop(), podResources?.stop()]);
+    await Promise.all([healthz?.stop(), servers?.stop(), logManager?.stop(), podResources?.stop(), pluginWatcher?.stop()]);
+    await csiNodeInitialized;
     await Promise.all(apiServerParts.map((part) => part.stop()));
     await Promise.all([c.resolve<ConfigMapManager | undefined>(Tokens.ConfigMapManager)?.stop(), c.resolve<SecretManager | undefined>(Tokens.SecretManager)?.stop()]);
     await recorder.stop();

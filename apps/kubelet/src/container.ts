@@ -36,6 +36,7 @@ import {
   createTokenRequester,
   defaultVolumePlugins,
   type Mounter,
+  type VolumePlugin,
 } from '@kubelet-ts/volume-manager';
 import { ContainerManager } from '@kubelet-ts/container-manager';
 import { EvictionManager } from '@kubelet-ts/eviction';
@@ -43,7 +44,8 @@ import { NodeShutdownManager, defaultShutdownTrigger, type ShutdownTrigger } fro
 import { parseThresholdConfig } from '@kubelet-ts/core';
 import type { SummarySource } from '@kubelet-ts/stats';
 import { nodeCapacity } from './node-capacity.js';
-import { configMapAndSecretSource, criMountsFor, pullSecretsFor, referencesObject } from './volumes.js';
+import { registerCsiDeps } from './csi.js';
+import { configMapAndSecretSource, criMountsFor, pullSecretsFor, referencesObject, withBlockVolumeDevices } from './volumes.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
 import { EMBEDDED_RUNTIME_TAINT, LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { registerServerDeps } from './kubelet-server.js';
@@ -101,6 +103,11 @@ export const Tokens = {
   ServerHostFactory: Symbol.for('kubelet-ts.ServerHostFactory'),
   ServerMetrics: Symbol.for('kubelet-ts.ServerMetrics'),
   StatsProvider: Symbol.for('kubelet-ts.StatsProvider'),
+  PodVolumeStats: Symbol.for('kubelet-ts.PodVolumeStats'),
+  CsiDrivers: Symbol.for('kubelet-ts.CsiDrivers'),
+  CsiNodeInfo: Symbol.for('kubelet-ts.CsiNodeInfo'),
+  PluginWatcher: Symbol.for('kubelet-ts.PluginWatcher'),
+  CsiVolumePlugin: Symbol.for('kubelet-ts.CsiVolumePlugin'),
   StatsSource: Symbol.for('kubelet-ts.StatsSource'),
   ContainerLogManager: Symbol.for('kubelet-ts.ContainerLogManager'),
   /** Go: cm.ContainerManager (--cgroups-per-qos); undefined without pod cgroups. */
@@ -408,7 +415,14 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           // Go: the pod's cgroup is its sandbox's cgroupParent (GetPodCgroupParent).
           cgroupParentFor: (pod) => c.resolve<ContainerManager | undefined>(Tokens.ContainerManager)?.podCgroupParent(pod) ?? '',
           // Go: GenerateRunContainerOptions' device options (containerManager.GetResources).
-          deviceRunContainerOptionsFor: async (pod, container) => c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.getDeviceRunContainerOptions(pod, container),
+          deviceRunContainerOptionsFor: async (pod, container) =>
+            withBlockVolumeDevices(
+              await c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.getDeviceRunContainerOptions(pod, container),
+              c.resolve<Kubelet>(Tokens.Kubelet).volumeManager,
+              pod,
+              container,
+              c.resolve<Logger>(Tokens.Logger),
+            ),
         }),
     ),
   );
@@ -548,7 +562,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       const manager = new KubeletVolumeManager({
         podsDir: join(config.rootDir, 'pods'),
         nodeName: config.nodeName,
-        plugins: defaultVolumePlugins(),
+        plugins: [...defaultVolumePlugins(), c.resolve<VolumePlugin>(Tokens.CsiVolumePlugin)],
         mounter: c.resolve(Tokens.Mounter),
         pods,
         podState,
@@ -678,6 +692,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     }),
   );
   registerServerDeps(c, config);
+  registerCsiDeps(c, config);
   c.register<Partial<KubeletOptions>>(Tokens.KubeletOptions, { useValue: {} });
   c.register<Kubelet>(
     Tokens.Kubelet,

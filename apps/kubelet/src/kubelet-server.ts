@@ -6,13 +6,16 @@ import type { ImageService } from '@kubelet-ts/cri-client';
 import { ContainerLogManager, type LogManager } from '@kubelet-ts/container-logs';
 import { cachedMachineInfo } from '@kubelet-ts/node-status';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { SummaryProvider, renderCadvisorMetrics, scrapeResourceMetrics, type SummarySource } from '@kubelet-ts/stats';
+import { SummaryProvider, VolumeDirStats, renderCadvisorMetrics, scrapeResourceMetrics, type PodVolumeStatsFunction, type SummarySource } from '@kubelet-ts/stats';
+import { escapePluginName } from '@kubelet-ts/volume-manager';
+import { CSI_PLUGIN_NAME } from '@kubelet-ts/csi';
 import { KubeletServer, DynamicFileCAContent, authFilter, type HttpRequestLabels, type KubeletMetrics, createAuthenticator, createAuthorizer, loadOrCreateServingCert, type HealthzCheck, type MetricsSource, type RequestGate, type ServerHost } from '@kubelet-ts/server';
 import { ConfigError, type KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { KubeletServerHost } from './server-host.js';
 import { verbositySetter } from './log-verbosity.js';
+import { claimVolumeStats, podVolumeStatsWithPlugins } from './volume-stats.js';
 import type { CertificateManager } from '@kubelet-ts/certificate';
 
 /** What the kubelet's servers publish besides the routes: the metrics registries and the request counter. */
@@ -164,6 +167,27 @@ export function registerServerDeps(c: DependencyContainer, config: KubeletConfig
     }),
   });
   c.register<(healthChecks: HealthzCheck[]) => ServerHost>(Tokens.ServerHostFactory, { useFactory: (c) => (healthChecks: HealthzCheck[]) => createServerHost(c, healthChecks) });
+  // Go: the volume stat calculators: du/statfs of the volume directories (cached for --volume-stats-agg-period),
+  // CSI volumes from the driver's NodeGetVolumeStats; the claim-backed ones also feed kubelet_volume_stats_*.
+  c.register<PodVolumeStatsFunction>(Tokens.PodVolumeStats, {
+    useFactory: instanceCachingFactory((c) => {
+      const clock = c.resolve<Clock>(Tokens.Clock);
+      const logger = c.resolve<Logger>(Tokens.Logger).with({ component: 'stats' });
+      const kubelet = () => c.resolve<Kubelet>(Tokens.Kubelet);
+      const podVolumeStats = podVolumeStatsWithPlugins({
+        dirStats: new VolumeDirStats({ rootDir: config.rootDir, clock, skipPluginDirs: [escapePluginName(CSI_PLUGIN_NAME)], logger }),
+        plugins: () => {
+          const volumes = kubelet().volumeManager;
+          return volumes?.getVolumeStats ? { getVolumeStats: (uid) => volumes.getVolumeStats!(uid) } : undefined;
+        },
+        pod: (uid) => kubelet().podManager.getPodByUid(uid),
+        clock,
+        logger,
+      });
+      c.resolve<KubeletMetrics>(Tokens.Metrics).watchVolumeStats(() => claimVolumeStats(kubelet().podManager.getPods(), podVolumeStats));
+      return podVolumeStats;
+    }),
+  });
   c.register<SummarySource>(
     Tokens.StatsProvider,
     {
@@ -177,6 +201,7 @@ export function registerServerDeps(c: DependencyContainer, config: KubeletConfig
             podLogsDir: config.podLogsDir,
             // The pods' cgroup: the "pods" system container, whose working set the allocatableMemory.available signal reads.
             systemCgroups: config.cgroupsPerQOS ? { pods: podsCgroupName(config.cgroupRoot) } : undefined,
+            podVolumeStats: c.resolve<PodVolumeStatsFunction>(Tokens.PodVolumeStats),
             clock: c.resolve(Tokens.Clock),
             logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'stats' }),
           }),

@@ -38,6 +38,7 @@ import type { KubeletMetrics } from '@kubelet-ts/server';
 import { podFirstSeenTime, recordStartedPodsAndContainers } from './metrics.js';
 import { cleanupOrphanedPodCgroups, type CgroupName, type PodCgroupManager } from '@kubelet-ts/container-manager';
 import { ActiveDeadlineHandler, AppArmorAdmitHandler, AppArmorValidator, PredicateAdmitHandler, SysctlAllowlistAdmitHandler, admitPodAsync, rejectPod, type AsyncPodAdmitHandler, type PodAdmitHandler } from './lifecycle/index.js';
+import type { PluginVolumeStatsSource } from './volume-stats.js';
 import type { DeviceManagerLike } from '@kubelet-ts/device-manager';
 
 /** Where the kubelet's desired pods come from: pod-config's merged stream. */
@@ -152,6 +153,8 @@ export interface KubeletVolumeManagerLike {
   getVolumesInUse(): string[];
   reconcilerStatesHasBeenSynced(): boolean;
   cleanupOrphanedPodDirs(keep: ReadonlySet<string>): Promise<void>;
+  /** Usage of the pod's volumes whose plugin reports it (CSI), for the Summary API. */
+  getVolumeStats?: PluginVolumeStatsSource['getVolumeStats'];
 }
 
 /** What the volume manager asks the pod workers. */

@@ -4,8 +4,8 @@
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { isNotFound, type Logger } from '@kubelet-ts/core';
 import { runtimeapi } from '@kubelet-ts/cri-client';
-import type { ConfigMapAndSecretSource } from '@kubelet-ts/runtime-manager';
-import { configMapNamesOf, makeMounts, secretNamesOf, type ConfigMapGetter, type ContainerMount, type MountedVolume, type SecretGetter } from '@kubelet-ts/volume-manager';
+import type { ConfigMapAndSecretSource, DeviceRunContainerOptions } from '@kubelet-ts/runtime-manager';
+import { configMapNamesOf, makeDevices, makeMounts, secretNamesOf, type ConfigMapGetter, type ContainerMount, type MountedVolume, type SecretGetter } from '@kubelet-ts/volume-manager';
 
 const CRI_PROPAGATION: Record<ContainerMount['propagation'], runtimeapi.MountPropagation> = {
   Private: runtimeapi.MountPropagation.PROPAGATION_PRIVATE,
@@ -45,6 +45,27 @@ export async function criMountsFor(
     selinuxRelabel: m.selinuxRelabel,
     propagation: CRI_PROPAGATION[m.propagation],
   }));
+}
+
+/**
+ * The device plugins' run options plus the container's raw block volumes (`volumeDevices`) as CRI devices of
+ * the block devices their plugins mapped, after the plugins' devices (Go: GenerateRunContainerOptions with
+ * makeBlockVolumes). A volume device that is not set up fails the container (CreateContainerConfigError).
+ */
+export function withBlockVolumeDevices(
+  options: DeviceRunContainerOptions | undefined,
+  volumes: Pick<ContainerMountSource, 'getMountedVolumesForPod'> | undefined,
+  pod: V1Pod,
+  container: V1Container,
+  logger: Logger,
+): DeviceRunContainerOptions | undefined {
+  if (!volumes || !container.volumeDevices?.length) return options;
+  const blockDevices = makeDevices(pod, container, volumes.getMountedVolumesForPod(pod.metadata?.uid ?? ''), logger);
+  const base = options ?? { envs: [], mounts: [], devices: [], annotations: [] };
+  return {
+    ...base,
+    devices: [...base.devices, ...blockDevices.map((d) => ({ pathOnHost: d.hostPath, pathInContainer: d.containerPath, permissions: d.permissions }))],
+  };
 }
 
 /** configMapKeyRef/secretKeyRef/envFrom values from the watch-based managers; a missing object is `undefined`. */
