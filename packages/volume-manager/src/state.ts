@@ -84,6 +84,11 @@ export interface ActualVolume {
   reconstructedByPlugin?: boolean;
   /** setUp must run again to refresh contents (Go: remountRequired). */
   remountRequired: boolean;
+  /**
+   * setUp failed in a way that may have left the volume set up anyway (Go: MarkVolumeMountAsUncertain, after an
+   * UncertainProgressError): not handed to containers, set up again, and torn down if the pod goes.
+   */
+  uncertain?: boolean;
   /** The claim the volume comes from, for its stats (unknown for a volume found on disk). */
   pvcRef?: ClaimReference;
 }

@@ -525,7 +525,23 @@ export class KubeletVolumeManager implements VolumeManager {
       this.logger.v(remount ? 4 : 3).info('MountVolume.SetUp succeeded for volume', { volumeName: volume.volumeName, uniqueName: volume.uniqueName, pod: podRef(pod) });
     } catch (err) {
       if (actual) actual.remountRequired = true;
-      const message = `MountVolume.SetUp failed for volume ${JSON.stringify(volume.volumeName)} : ${errorText(err)}`;
+      else if (isUncertain(err)) {
+        this.actual.markMounted({
+          uniqueName: volume.uniqueName,
+          podUid: volume.podUid,
+          volumeName: volume.volumeName,
+          pluginName: volume.plugin.name,
+          dir: volume.dir,
+          mounted: { path: volume.dir, readOnly: false, selinuxRelabel: false },
+          reconstructed: false,
+          remountRequired: true,
+          uncertain: true,
+        });
+      }
+      // Go names the volume by its spec: a claim's PersistentVolume, else the pod's volume; a plugin error may
+      // name the operation it failed in (e.g. CSI's MountVolume.MountDevice).
+      const specName = volume.persistentVolume?.volume.metadata?.name ?? volume.volumeName;
+      const message = hasEventMessage(err) ? err.eventMessage(specName) : `MountVolume.SetUp failed for volume ${JSON.stringify(specName)} : ${errorText(err)}`;
       this.logger.error('Operation for volume failed', err, { volumeName: volume.volumeName, pod: podRef(pod) });
       this.recorder.event(pod, 'Warning', KubeletEventReason.FailedMountVolume, message);
       throw err;
@@ -823,7 +839,18 @@ export class KubeletVolumeManager implements VolumeManager {
 
 /** Set up by this process, or found on disk as the plugin's reconstruct hook described it. */
 function isSetUp(volume: ActualVolume): boolean {
+  if (volume.uncertain) return false;
   return !volume.reconstructed || volume.reconstructedByPlugin === true;
+}
+
+/** A plugin error saying the volume may be set up anyway (e.g. CSI's CsiVolumeError.uncertain). */
+function isUncertain(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { uncertain?: unknown }).uncertain === true;
+}
+
+/** A plugin error that words its own event message (Go: the operation generator's GenerateError for the step that failed). */
+function hasEventMessage(err: unknown): err is { eventMessage(volumeName: string): string } {
+  return typeof err === 'object' && err !== null && typeof (err as { eventMessage?: unknown }).eventMessage === 'function';
 }
 
 async function listDir(dir: string): Promise<string[]> {

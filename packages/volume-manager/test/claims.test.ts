@@ -248,7 +248,7 @@ t.test("volumeMode checks in Go's words; a Block PV reaches a container when its
   const waiting = waitError(manager, unmapped);
   await clock.advance(120_000);
   t.match(await waiting, /timed out waiting for the condition/);
-  t.match(recorder.messages('FailedMount')[0], /MountVolume.SetUp failed for volume "data" : volume data is specified in volumeDevices, but volume plugin kubernetes.io\/csi mapped no block device for it/);
+  t.match(recorder.messages('FailedMount')[0], /MountVolume.SetUp failed for volume "pv1" : volume data is specified in volumeDevices, but volume plugin kubernetes.io\/csi mapped no block device for it/);
 });
 
 t.test('after a restart a claim volume found under its PV name is kept and adopted once the claim is read', async (t) => {

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1PersistentVolume, V1Pod, V1Volume } from '@kubernetes/client-node';
-import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingEventRecorder, RecordingLogger } from '@kubelet-ts/core/testing';
 import { FakeApiObjects } from '../src/fake-api.js';
 import { FakeMounter } from '../src/testing-mounter.js';
 import type { MountedVolume, VolumeContext, VolumeHost, VolumePlugin, VolumeUsageStats } from '../src/types.js';
@@ -208,4 +208,62 @@ t.test("getVolumeStats: the pod's volumes whose plugin reports usage; failures a
   );
   t.ok(logger.messages('error').includes('Failed to get the stats of a volume'));
   t.same(await manager.getVolumeStats('uid-unknown'), []);
+});
+
+/** A failure that says which step failed and whether the volume may be set up anyway (as CSI's CsiVolumeError). */
+class StepError extends Error {
+  constructor(
+    readonly operation: string,
+    message: string,
+    readonly uncertain: boolean,
+  ) {
+    super(message);
+  }
+  eventMessage(volumeName: string): string {
+    return `${this.operation} failed for volume ${JSON.stringify(volumeName)} : ${this.message}`;
+  }
+}
+
+t.test('a setUp failure that may have set the volume up anyway: not given to containers, set up again, torn down when the pod goes; events name the step and the PV', async (t) => {
+  const recorder = new RecordingEventRecorder();
+  const { hooked, api, pods, manager, clock } = await setup(t, { recorder, sourcesReady: () => true });
+  api.setClaim({ metadata: { name: 'c', namespace: 'default', uid: 'c-uid' }, spec: { volumeName: 'pv1' }, status: { phase: 'Bound' } });
+  api.setVolume({ metadata: { name: 'pv1' }, spec: { claimRef: { uid: 'c-uid' }, csi: { driver: 'fake.csi.k8s.io', volumeHandle: 'h' } } });
+  let failures = [new StepError('MountVolume.MountDevice', 'rpc error: code = DeadlineExceeded desc = context deadline exceeded', true)];
+  const setUp = hooked.setUp.bind(hooked);
+  hooked.setUp = async (ctx) => {
+    const failure = failures.shift();
+    if (failure) {
+      hooked.setUps.push(ctx.dir);
+      throw failure;
+    }
+    return setUp(ctx);
+  };
+  const p = pod('web', [{ name: 'data', persistentVolumeClaim: { claimName: 'c' } }]);
+  pods.push(p);
+  await manager.start();
+  await eventually(() => hooked.setUps.length === 1 && recorder.messages('FailedMount').length === 1);
+  t.same(recorder.messages('FailedMount'), ['MountVolume.MountDevice failed for volume "pv1" : rpc error: code = DeadlineExceeded desc = context deadline exceeded']);
+  t.equal(manager.getMountedVolumesForPod('uid-web').size, 0, 'an uncertain volume is not handed to containers');
+  t.ok(manager.podVolumesExist('uid-web'), 'but it counts as existing, so it is torn down if the pod goes');
+
+  // Retried after the backoff: set up for good.
+  await clock.advance(1_000);
+  await manager.waitForAttachAndMount(p);
+  t.equal(hooked.setUps.length, 2);
+  t.equal(manager.getMountedVolumesForPod('uid-web').get('data')?.path, join(hooked.setUps[1]!, 'mount'));
+
+  // A second pod whose setUp fails uncertainly, then goes: its volume is torn down.
+  failures = [new StepError('MountVolume.SetUp', 'rpc error: code = Unavailable desc = connection refused', true)];
+  const other = pod('other', [inline('x')]);
+  pods.push(other);
+  manager.sync();
+  await eventually(() => recorder.messages('FailedMount').length === 2);
+  t.equal(recorder.messages('FailedMount')[1], 'MountVolume.SetUp failed for volume "x" : rpc error: code = Unavailable desc = connection refused', 'an inline volume is named by the pod');
+  pods.splice(pods.indexOf(other), 1);
+  // The teardown waits out the failed setUp's backoff (Go: the operation's exponential backoff per volume).
+  await clock.advance(1_000);
+  manager.sync();
+  await eventually(() => !manager.podVolumesExist('uid-other'));
+  t.ok(hooked.tearDowns.some((dir) => dir.endsWith(join('uid-other', 'volumes', 'kubernetes.io~csi', 'x'))), 'the uncertain volume was torn down');
 });
