@@ -276,7 +276,7 @@ export class PluginWatcher {
       if (desired && desired.generation === plugin.generation) continue;
       if (this.pending.has(plugin.socketPath)) continue;
       if (desired) this.logger?.v(5).info('An updated version of plugin has been found, unregistering the plugin first before reregistering', { path: plugin.socketPath, name: plugin.name });
-      started.push(this.run(plugin.socketPath, () => this.unregister(plugin)));
+      started.push(this.run(plugin.socketPath, 'OperationExecutor.UnregisterPlugin failed', () => this.unregister(plugin)));
     }
     for (const desired of this.desired.values()) {
       const registered = this.registered.get(desired.socketPath);
@@ -284,13 +284,13 @@ export class PluginWatcher {
       if (this.pending.has(desired.socketPath)) continue;
       const retryAt = this.retryAt.get(desired.socketPath);
       if (retryAt !== undefined && this.clock.now() < retryAt) continue;
-      started.push(this.run(desired.socketPath, () => this.register(desired)));
+      started.push(this.run(desired.socketPath, 'OperationExecutor.RegisterPlugin failed', () => this.register(desired)));
     }
     return started;
   }
 
   /** One operation on a socket; a failure is logged and the socket waits out its backoff before the next try. */
-  private run(socketPath: string, op: () => Promise<void>): Promise<void> {
+  private run(socketPath: string, failure: string, op: () => Promise<void>): Promise<void> {
     const promise = (async () => {
       try {
         await op();
@@ -300,7 +300,7 @@ export class PluginWatcher {
         this.backoff.next(socketPath);
         const delay = this.backoff.get(socketPath);
         this.retryAt.set(socketPath, this.clock.now() + delay);
-        this.logger?.error('OperationExecutor.RegisterPlugin failed', err, { path: socketPath, retryAfterMs: delay });
+        this.logger?.error(failure, err, { path: socketPath, retryAfterMs: delay });
       }
     })().finally(() => this.pending.delete(socketPath));
     this.pending.set(socketPath, promise);
