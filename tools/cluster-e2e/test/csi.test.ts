@@ -236,13 +236,15 @@ await t.test('the drivers register through the plugin watcher: CSINode has them 
     'the CSINode is owned by the Node (removed with it)',
   );
   t.same((csinode.spec.drivers as Json[]).find((d) => d.name === ATTACH_DRIVER), { name: ATTACH_DRIVER, nodeID: NODE, topologyKeys: null }, 'the driver without topology: no keys');
-  const labelled = await waitFor('the topology label on the Node', async () => {
+  // Both registrations update the Node (label, annotation) at about the same time: Go serializes them (the node
+  // info manager's lock), so neither driver's entry is lost.
+  const nodeIds = (n: Json | undefined) => JSON.parse(n?.metadata?.annotations?.['csi.volume.kubernetes.io/nodeid'] ?? '{}') as Json;
+  const labelled = await waitFor('the topology label and both node IDs on the Node', async () => {
     const n = await getNode();
-    return n?.metadata?.labels?.[TOPOLOGY_KEY] === 'zone-a' && n;
+    return n?.metadata?.labels?.[TOPOLOGY_KEY] === 'zone-a' && nodeIds(n)[DRIVER] && nodeIds(n)[ATTACH_DRIVER] && n;
   }, 30_000, diagnostics).catch(() => getNode());
   t.equal(labelled?.metadata?.labels?.[TOPOLOGY_KEY], 'zone-a', `the Node is labelled ${TOPOLOGY_KEY}=zone-a`);
-  const annotation = JSON.parse(labelled?.metadata?.annotations?.['csi.volume.kubernetes.io/nodeid'] ?? '{}') as Json;
-  t.same(annotation, { [ATTACH_DRIVER]: NODE, [DRIVER]: NODE }, 'the csi.volume.kubernetes.io/nodeid annotation maps each driver to its node ID');
+  t.same(nodeIds(labelled), { [ATTACH_DRIVER]: NODE, [DRIVER]: NODE }, 'the csi.volume.kubernetes.io/nodeid annotation maps each driver to its node ID');
   t.equal(labelled?.metadata?.annotations?.['volumes.kubernetes.io/controller-managed-attach-detach'], 'true', 'the node leaves attach/detach to the controller');
   for (const name of [DRIVER, ATTACH_DRIVER]) {
     const methods = calls(name).map((c) => c.method);
