@@ -1,7 +1,7 @@
 // @kubelet-ts/csi: the kubelet's CSI support (Go v1.20: pkg/volume/csi, pkg/kubelet/pluginmanager,
 // pkg/volume/csi/nodeinfomanager).
 export type * from './types.js';
-export { CsiCallError, GrpcCode, GRPC_CODE_NAMES, grpcCodeName, isCsiCallError, toCsiCallError } from './errors.js';
+export { CsiCallError, GrpcCode, GRPC_CODE_NAMES, grpcCodeName, isCsiCallError, toCsiCallError, type CallEnd } from './errors.js';
 export {
   csiProtoPath,
   pluginRegistrationProtoPath,
