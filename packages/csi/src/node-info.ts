@@ -3,7 +3,7 @@
 // its node ID in the `csi.volume.kubernetes.io/nodeid` annotation.
 import { createHash } from 'node:crypto';
 import type { KubeConfig, V1CSINode, V1CSINodeDriver, V1Node } from '@kubernetes/client-node';
-import { apiCallOptions, errorText, isNotFound, jitter, lazyApiClient, PatchContentType, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { apiCallOptions, defaultLogger, errorText, isNotFound, jitter, lazyApiClient, PatchContentType, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 
 /** annotationKeyNodeID: the Node annotation mapping driver names to their node IDs (JSON). */
 export const ANNOTATION_KEY_NODE_ID = 'csi.volume.kubernetes.io/nodeid';
@@ -47,6 +47,7 @@ export interface NodeInfoManagerOptions {
   nodeName: string;
   api: NodeInfoApi;
   clock?: Clock;
+  /** Where its messages go (default: @kubelet-ts/core's defaultLogger, warnings and errors to stderr). */
   logger?: Logger;
   /**
    * The in-tree plugins whose volumes go through CSI (migrated), written to the CSINode's
@@ -79,7 +80,7 @@ export class NodeInfoManager {
   private readonly nodeName: string;
   private readonly api: NodeInfoApi;
   private readonly clock: Clock;
-  private readonly logger?: Logger;
+  private readonly logger: Logger;
   private readonly migratedPlugins: string[];
   private readonly random: () => number;
 
@@ -87,7 +88,7 @@ export class NodeInfoManager {
     this.nodeName = opts.nodeName;
     this.api = opts.api;
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger;
+    this.logger = opts.logger ?? defaultLogger;
     this.migratedPlugins = [...new Set(opts.migratedPlugins ?? [])].sort();
     this.random = opts.random ?? Math.random;
   }
@@ -136,13 +137,13 @@ export class NodeInfoManager {
   async initializeCsiNode(signal?: AbortSignal): Promise<void> {
     let lastErr: unknown;
     await this.backoffLoop(CSI_NODE_INIT_BACKOFF, signal, async () => {
-      this.logger?.v(4).info('Initializing migrated drivers on CSINode');
+      this.logger.v(4).info('Initializing migrated drivers on CSINode');
       try {
         await this.initializeCsiNodeWithAnnotation(signal);
         return true;
       } catch (err) {
         lastErr = err;
-        this.logger?.error('Failed to initialize CSINode', err);
+        this.logger.error('Failed to initialize CSINode', err);
         return false;
       }
     }).catch((err: unknown) => {
@@ -160,7 +161,7 @@ export class NodeInfoManager {
           return true;
         } catch (err) {
           lastErr = err;
-          this.logger?.v(2).info('Failed to publish CSINode', { err: errorText(err) });
+          this.logger.v(2).info('Failed to publish CSINode', { err: errorText(err) });
           return false;
         }
       });
@@ -225,12 +226,12 @@ export class NodeInfoManager {
     if (maxVolumes > 0) {
       let count = maxVolumes;
       if (count > MAX_INT32) {
-        this.logger?.warn(`Exceeded max supported attach limit value, truncating it to ${MAX_INT32}`);
+        this.logger.warn(`Exceeded max supported attach limit value, truncating it to ${MAX_INT32}`);
         count = MAX_INT32;
       }
       driver.allocatable = { count };
     } else {
-      this.logger?.error(`Invalid attach limit value ${maxVolumes} cannot be added to CSINode object for ${JSON.stringify(driverName)}`);
+      this.logger.error(`Invalid attach limit value ${maxVolumes} cannot be added to CSINode object for ${JSON.stringify(driverName)}`);
     }
     drivers.push(driver);
     csiNode.spec = { ...(csiNode.spec ?? {}), drivers };

@@ -6,7 +6,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { Backoff, errorText, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { Backoff, defaultLogger, errorText, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { toCsiCallError } from './errors.js';
 import { grpcJs, loadPluginRegistrationPackage, unixTarget, type PluginInfo, type RegistrationStatus } from './proto.js';
 
@@ -45,6 +45,7 @@ export interface PluginWatcherOptions {
   /** Handlers by plugin type ('CSIPlugin', 'DevicePlugin'); more can be added with addHandler. */
   handlers?: Record<string, PluginHandler>;
   clock?: Clock;
+  /** Where its messages go (default: @kubelet-ts/core's defaultLogger, warnings and errors to stderr). */
   logger?: Logger;
   /** The rescan/reconcile period (Go's reconciler loop, 1 s). */
   periodMs?: number;
@@ -96,7 +97,7 @@ export class PluginWatcher {
   readonly dir: string;
   private readonly handlers = new Map<string, PluginHandler>();
   private readonly clock: Clock;
-  private readonly logger?: Logger;
+  private readonly logger: Logger;
   private readonly periodMs: number;
   private readonly useWatch: boolean;
   private readonly dialTimeoutMs: number;
@@ -121,7 +122,7 @@ export class PluginWatcher {
     this.dir = opts.dir ?? pluginsRegistryDir(opts.rootDir ?? '/var/lib/kubelet');
     for (const [type, handler] of Object.entries(opts.handlers ?? {})) this.handlers.set(type, handler);
     this.clock = opts.clock ?? realClock;
-    this.logger = opts.logger;
+    this.logger = opts.logger ?? defaultLogger;
     this.periodMs = opts.periodMs ?? PLUGIN_RECONCILE_PERIOD_MS;
     this.useWatch = opts.watch ?? true;
     this.dialTimeoutMs = opts.dialTimeoutMs ?? PLUGIN_DIAL_TIMEOUT_MS;
@@ -144,14 +145,14 @@ export class PluginWatcher {
     this.started = true;
     this.abort = new AbortController();
     signal?.addEventListener('abort', () => void this.stop(), { once: true });
-    this.logger?.info('Plugin Watcher Start', { path: this.dir });
+    this.logger.info('Plugin Watcher Start', { path: this.dir });
     await mkdir(this.dir, { recursive: true, mode: 0o750 });
     if (this.useWatch) {
       try {
         this.watcher = watch(this.dir, { persistent: false }, () => this.kick());
-        this.watcher.on('error', (err) => this.logger?.error('Plugin watcher error', err, { path: this.dir }));
+        this.watcher.on('error', (err) => this.logger.error('Plugin watcher error', err, { path: this.dir }));
       } catch (err) {
-        this.logger?.error('Failed to watch the plugin registry directory; rescanning it periodically', err, { path: this.dir });
+        this.logger.error('Failed to watch the plugin registry directory; rescanning it periodically', err, { path: this.dir });
       }
     }
     await this.sync();
@@ -209,7 +210,7 @@ export class PluginWatcher {
     try {
       await this.scan();
     } catch (err) {
-      this.logger?.error('Failed to scan the plugin registry directory', err, { path: this.dir });
+      this.logger.error('Failed to scan the plugin registry directory', err, { path: this.dir });
     }
     this.reconcile();
     if (waitForOperations) await Promise.allSettled([...this.pending.values()]);
@@ -221,7 +222,7 @@ export class PluginWatcher {
     await this.walk(this.dir, found, 0);
     for (const socketPath of [...this.desired.keys()]) {
       if (!found.has(socketPath)) {
-        this.logger?.v(2).info('Removing socket path from desired state cache', { path: socketPath });
+        this.logger.v(2).info('Removing socket path from desired state cache', { path: socketPath });
         this.desired.delete(socketPath);
         this.backoff.delete(socketPath);
         this.retryAt.delete(socketPath);
@@ -230,7 +231,7 @@ export class PluginWatcher {
     for (const [socketPath, { identity }] of found) {
       const existing = this.desired.get(socketPath);
       if (existing && existing.identity === identity) continue;
-      this.logger?.v(2).info('Adding socket path or updating timestamp to desired state cache', { path: socketPath });
+      this.logger.v(2).info('Adding socket path or updating timestamp to desired state cache', { path: socketPath });
       this.desired.set(socketPath, { socketPath, identity, generation: this.nextGeneration++, timestamp: this.clock.now() });
       this.backoff.delete(socketPath);
       this.retryAt.delete(socketPath);
@@ -247,7 +248,7 @@ export class PluginWatcher {
     }
     for (const entry of entries) {
       if (entry.name.startsWith('.')) {
-        this.logger?.v(5).info("Ignoring file (starts with '.')", { path: join(dir, entry.name) });
+        this.logger.v(5).info("Ignoring file (starts with '.')", { path: join(dir, entry.name) });
         continue;
       }
       const path = join(dir, entry.name);
@@ -256,7 +257,7 @@ export class PluginWatcher {
         continue;
       }
       if (!entry.isSocket()) {
-        this.logger?.v(5).info('Ignoring non socket file', { path: entry.name });
+        this.logger.v(5).info('Ignoring non socket file', { path: entry.name });
         continue;
       }
       try {
@@ -275,7 +276,7 @@ export class PluginWatcher {
       const desired = this.desired.get(plugin.socketPath);
       if (desired && desired.generation === plugin.generation) continue;
       if (this.pending.has(plugin.socketPath)) continue;
-      if (desired) this.logger?.v(5).info('An updated version of plugin has been found, unregistering the plugin first before reregistering', { path: plugin.socketPath, name: plugin.name });
+      if (desired) this.logger.v(5).info('An updated version of plugin has been found, unregistering the plugin first before reregistering', { path: plugin.socketPath, name: plugin.name });
       started.push(this.run(plugin.socketPath, 'OperationExecutor.UnregisterPlugin failed', () => this.unregister(plugin)));
     }
     for (const desired of this.desired.values()) {
@@ -300,7 +301,7 @@ export class PluginWatcher {
         this.backoff.next(socketPath);
         const delay = this.backoff.get(socketPath);
         this.retryAt.set(socketPath, this.clock.now() + delay);
-        this.logger?.error(failure, err, { path: socketPath, retryAfterMs: delay });
+        this.logger.error(failure, err, { path: socketPath, retryAfterMs: delay });
       }
     })().finally(() => this.pending.delete(socketPath));
     this.pending.set(socketPath, promise);
@@ -311,14 +312,14 @@ export class PluginWatcher {
     // As Go: out of the actual state first, so a new socket at the path registers afresh.
     this.registered.delete(plugin.socketPath);
     await plugin.handler.deRegisterPlugin(plugin.name);
-    this.logger?.v(4).info('DeRegisterPlugin called', { pluginName: plugin.name, pluginType: plugin.type });
+    this.logger.v(4).info('DeRegisterPlugin called', { pluginName: plugin.name, pluginType: plugin.type });
   }
 
   /** GenerateRegisterPluginFunc. */
   private async register(desired: DesiredPlugin): Promise<void> {
     const socketPath = desired.socketPath;
     const stillDesired = (): boolean => this.desired.get(socketPath)?.generation === desired.generation;
-    this.logger?.v(1).info('OperationExecutor.RegisterPlugin started', { path: socketPath });
+    this.logger.v(1).info('OperationExecutor.RegisterPlugin started', { path: socketPath });
     let client: RegistrationClient;
     try {
       client = await this.dial(socketPath);
@@ -360,7 +361,7 @@ export class PluginWatcher {
       } catch (err) {
         throw new Error(`RegisterPlugin error -- failed to send registration status at socket ${socketPath}, err: ${errorText(err)}`, { cause: err });
       }
-      this.logger?.info('Registered plugin', { pluginName: info.name, pluginType: info.type, path: socketPath, endpoint });
+      this.logger.info('Registered plugin', { pluginName: info.name, pluginType: info.type, path: socketPath, endpoint });
     } finally {
       client.close();
     }

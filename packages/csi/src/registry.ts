@@ -1,6 +1,6 @@
 // The CSI drivers the plugin watcher registered (Go: csiDrivers, a DriversStore) and the CSI plugin type's
 // registration handler (Go: pkg/volume/csi/csi_plugin.go's RegistrationHandler, v1.20).
-import { errorText, type Logger } from '@kubelet-ts/core';
+import { defaultLogger, errorText, type Logger } from '@kubelet-ts/core';
 import { createCsiNodeClient, CSI_TIMEOUT_MS } from './node-client.js';
 import type { PluginHandler } from './plugin-watcher.js';
 import type { CsiDriverLookup, CsiNodeClient, NodeGetInfoResponse, RegisteredCsiDriver } from './types.js';
@@ -162,6 +162,7 @@ export interface CsiRegistrationHandlerOptions {
   registry: CsiDriverRegistry;
   /** Absent in standalone mode (no API server): drivers register without CSINode bookkeeping. */
   nodeInfo?: CsiNodeInfoUpdater;
+  /** Where its messages go (default: @kubelet-ts/core's defaultLogger, warnings and errors to stderr). */
   logger?: Logger;
   /** NodeGetInfo's deadline (csiTimeout). */
   timeoutMs?: number;
@@ -175,18 +176,18 @@ export interface CsiRegistrationHandlerOptions {
 export class CsiRegistrationHandler implements PluginHandler {
   private readonly registry: CsiDriverRegistry;
   private readonly nodeInfo?: CsiNodeInfoUpdater;
-  private readonly logger?: Logger;
+  private readonly logger: Logger;
   private readonly timeoutMs: number;
 
   constructor(opts: CsiRegistrationHandlerOptions) {
     this.registry = opts.registry;
     this.nodeInfo = opts.nodeInfo;
-    this.logger = opts.logger;
+    this.logger = opts.logger ?? defaultLogger;
     this.timeoutMs = opts.timeoutMs ?? CSI_TIMEOUT_MS;
   }
 
   validatePlugin(pluginName: string, endpoint: string, versions: string[]): void {
-    this.logger?.info(csiLog(`Trying to validate a new CSI Driver with name: ${pluginName} endpoint: ${endpoint} versions: ${versions.join(',')}`));
+    this.logger.info(csiLog(`Trying to validate a new CSI Driver with name: ${pluginName} endpoint: ${endpoint} versions: ${versions.join(',')}`));
     try {
       this.validateVersions('ValidatePlugin', pluginName, versions);
     } catch (err) {
@@ -195,7 +196,7 @@ export class CsiRegistrationHandler implements PluginHandler {
   }
 
   async registerPlugin(pluginName: string, endpoint: string, versions: string[]): Promise<void> {
-    this.logger?.info(csiLog(`Register new plugin with name: ${pluginName} at endpoint: ${endpoint}`));
+    this.logger.info(csiLog(`Register new plugin with name: ${pluginName} at endpoint: ${endpoint}`));
     const highest = this.validateVersions('RegisterPlugin', pluginName, versions);
     this.registry.set({ name: pluginName, endpoint, highestSupportedVersion: highest });
 
@@ -216,11 +217,11 @@ export class CsiRegistrationHandler implements PluginHandler {
   }
 
   async deRegisterPlugin(pluginName: string): Promise<void> {
-    this.logger?.info(csiLog(`registrationHandler.DeRegisterPlugin request for plugin ${pluginName}`));
+    this.logger.info(csiLog(`registrationHandler.DeRegisterPlugin request for plugin ${pluginName}`));
     try {
       await this.unregisterDriver(pluginName);
     } catch (err) {
-      this.logger?.error(csiLog(`registrationHandler.DeRegisterPlugin failed: ${errorText(err)}`), err);
+      this.logger.error(csiLog(`registrationHandler.DeRegisterPlugin failed: ${errorText(err)}`), err);
     }
   }
 
@@ -253,7 +254,7 @@ export class CsiRegistrationHandler implements PluginHandler {
     try {
       await this.unregisterDriver(pluginName);
     } catch (err) {
-      this.logger?.error(csiLog(`registrationHandler.RegisterPlugin failed to unregister plugin due to previous error: ${errorText(err)}`), err);
+      this.logger.error(csiLog(`registrationHandler.RegisterPlugin failed to unregister plugin due to previous error: ${errorText(err)}`), err);
     }
   }
 

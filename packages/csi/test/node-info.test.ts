@@ -147,7 +147,7 @@ t.test('initializeCsiNode: creates the CSINode once, with the migrated-plugins a
   t.same(api.ops(), ['getCSINode', 'getNode', 'createCSINode', 'getCSINode']);
 
   // A kubelet without migrations drops a stale annotation.
-  const plain = new NodeInfoManager({ nodeName: 'node-1', api });
+  const plain = new NodeInfoManager({ nodeName: 'node-1', api, logger: new RecordingLogger() });
   await plain.initializeCsiNode();
   t.notOk(api.csiNodes.get('node-1')?.metadata?.annotations?.[MIGRATED_PLUGINS_ANNOTATION_KEY]);
   t.equal(api.ops().at(-1), 'updateCSINode');

@@ -213,8 +213,9 @@ t.test('end to end: the CSI registration handler registers a real driver and ins
   const kubelet = async () => {
     const registry = new CsiDriverRegistry();
     const clock = new FakeClock();
-    const nodeInfo = new NodeInfoManager({ nodeName: 'node-1', api, clock });
-    const watcher = new PluginWatcher({ rootDir: root, clock, watch: false, handlers: { CSIPlugin: new CsiRegistrationHandler({ registry, nodeInfo }) } });
+    const logger = new RecordingLogger();
+    const nodeInfo = new NodeInfoManager({ nodeName: 'node-1', api, clock, logger });
+    const watcher = new PluginWatcher({ rootDir: root, clock, logger, watch: false, handlers: { CSIPlugin: new CsiRegistrationHandler({ registry, nodeInfo, logger }) } });
     await watcher.start();
     return { registry, watcher, clock };
   };

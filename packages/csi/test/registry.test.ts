@@ -1,5 +1,5 @@
 import t from 'tap';
-import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingLogger, captureStderr } from '@kubelet-ts/core/testing';
 import { ANNOTATION_KEY_NODE_ID, CsiDriverRegistry, CsiRegistrationHandler, GrpcCode, NodeInfoManager, highestSupportedVersion } from '../src/index.js';
 import { FakeCsiDriverLookup, FakeCsiNodeClient, FakeNodeInfoApi } from '../src/testing.js';
 import { rejection } from './csi-helpers.js';
@@ -16,8 +16,8 @@ function setup() {
     },
   });
   const api = new FakeNodeInfoApi();
-  const nodeInfo = new NodeInfoManager({ nodeName: 'node-1', api });
   const logger = new RecordingLogger();
+  const nodeInfo = new NodeInfoManager({ nodeName: 'node-1', api, logger });
   const handler = new CsiRegistrationHandler({ registry, nodeInfo, logger });
   return { clients, made, registry, api, nodeInfo, logger, handler };
 }
@@ -99,7 +99,8 @@ t.test('registerPlugin: a failing CSINode install unregisters the driver', async
   client.nodeInfo = { nodeId: 'n', maxVolumesPerNode: 0, accessibleTopology: { segments: { zone: 'z' } } };
   const registry = new CsiDriverRegistry({ clientFactory: () => client });
   const clock = new FakeClock();
-  const handler = new CsiRegistrationHandler({ registry, nodeInfo: new NodeInfoManager({ nodeName: 'node-1', api, clock }) });
+  const logger = new RecordingLogger();
+  const handler = new CsiRegistrationHandler({ registry, logger, nodeInfo: new NodeInfoManager({ nodeName: 'node-1', api, clock, logger }) });
   const p = handler.registerPlugin('a.csi', '/a.sock', ['1.0.0']);
   let settled = false;
   p.then(
@@ -116,10 +117,29 @@ t.test('registerPlugin: a failing CSINode install unregisters the driver', async
 t.test('without a NodeInfoManager (standalone) a driver registers with NodeGetInfo only', async (t) => {
   const client = new FakeCsiNodeClient();
   const registry = new CsiDriverRegistry({ clientFactory: () => client });
-  const handler = new CsiRegistrationHandler({ registry });
+  const handler = new CsiRegistrationHandler({ registry, logger: new RecordingLogger() });
   await handler.registerPlugin('a.csi', '/a.sock', ['1.0.0']);
   t.ok(registry.has('a.csi'));
   t.same(client.methods(), ['nodeGetInfo']);
+});
+
+t.test('without a logger, errors go to stderr (the core default logger); so do the node info manager\'s', async (t) => {
+  const client = new FakeCsiNodeClient();
+  client.failOn('nodeGetInfo', GrpcCode.Unavailable, 'driver down');
+  const registry = new CsiDriverRegistry({ clientFactory: () => client });
+  const api = new FakeNodeInfoApi();
+  const handler = new CsiRegistrationHandler({ registry, nodeInfo: new NodeInfoManager({ nodeName: 'node-1', api }) });
+  const stderr = captureStderr(t);
+  registry.delete = () => {
+    throw new Error('close failed');
+  };
+  await rejection(t, handler.registerPlugin('a.csi', '/a.sock', ['1.0.0']));
+  await new NodeInfoManager({ nodeName: 'node-1', api }).installCsiDriver('b.csi', 'nb', 0, undefined);
+  stderr.restore();
+  const text = stderr.lines().join('\n');
+  t.match(text, /kubernetes\.io\/csi: registrationHandler\.RegisterPlugin failed to unregister plugin due to previous error: close failed/);
+  t.match(text, /Invalid attach limit value 0 cannot be added to CSINode object for \\?"b\.csi\\?"/);
+  t.notMatch(text, /Trying to validate/, 'info stays below the default threshold');
 });
 
 t.test('FakeCsiDriverLookup: clients by name, Go error for others', async (t) => {
