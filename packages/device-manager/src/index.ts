@@ -1,4 +1,4 @@
-export { DeviceManager, type DeviceManagerLike, type DeviceManagerOptions, type DeviceAdmitResult, type DevicePluginResourceCapacity } from './manager.js';
+export { DeviceManager, DEPRECATION_FILE_NAME, type DevicePluginWatcherHandler, type DeviceManagerLike, type DeviceManagerOptions, type DeviceAdmitResult, type DevicePluginResourceCapacity } from './manager.js';
 export { EndpointImpl, ENDPOINT_STOP_GRACE_PERIOD_MS, type Endpoint } from './endpoint.js';
 export { PodDevices, type DeviceAllocation, type DeviceRunContainerOptions } from './pod-devices.js';
 export {

@@ -1,7 +1,7 @@
 // ManagerImpl (Go v1.20: pkg/kubelet/cm/devicemanager/manager.go): the Registration service device plugins call on
 // <root-dir>/device-plugins/kubelet.sock, one endpoint per registered resource streaming its devices, allocation of
 // devices to containers at admission, and the checkpoint that keeps allocations across kubelet restarts.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
@@ -10,7 +10,7 @@ import { errorText, defaultLogger, realClock, type Clock, type Logger } from '@k
 import { CHECKPOINT_FILE_NAME, CorruptCheckpointError, readCheckpointFile, writeCheckpointFile } from './checkpoint.js';
 import { EndpointImpl, type Endpoint } from './endpoint.js';
 import { PodDevices, type DeviceRunContainerOptions } from './pod-devices.js';
-import { HEALTHY, KUBELET_SOCKET, SUPPORTED_VERSIONS, loadDevicePluginPackage, type ContainerDevices, type Device, type DevicePluginOptions, type RegisterRequest, grpcJs } from './proto.js';
+import { DEVICE_PLUGIN_API_VERSION, HEALTHY, KUBELET_SOCKET, SUPPORTED_VERSIONS, loadDevicePluginPackage, type ContainerDevices, type Device, type DevicePluginOptions, type RegisterRequest, grpcJs } from './proto.js';
 import { isExtendedResourceName } from './resource-name.js';
 
 /** What an admit handler answers (the kubelet's lifecycle.PodAdmitResult). */
@@ -58,6 +58,22 @@ interface EndpointInfo {
   opts?: DevicePluginOptions | null;
 }
 
+/**
+ * What the kubelet's plugin watcher calls for plugins of type `DevicePlugin` (Go: cache.PluginHandler): the same
+ * shape as @kubelet-ts/csi's PluginHandler, declared here so this package does not depend on it.
+ */
+export interface DevicePluginWatcherHandler {
+  /** Refuses a plugin by throwing (Go's ValidatePlugin error texts). */
+  validatePlugin(name: string, endpoint: string, versions: string[]): void;
+  /** Dials the plugin at `endpoint` (an absolute socket path), asks for its options and runs its endpoint. */
+  registerPlugin(name: string, endpoint: string, versions: string[]): Promise<void>;
+  /** Stops the plugin's endpoint: its devices turn unhealthy, as when a plugin goes away. */
+  deRegisterPlugin(name: string): void;
+}
+
+/** The file GetWatcherHandler creates in the device plugin directory: plugins look for it to register through the plugin watcher. */
+export const DEPRECATION_FILE_NAME = 'DEPRECATION';
+
 /** errUnsupportedVersion, errInvalidResourceName: Go formats the versions with %q. */
 const goQuote = (s: string): string => JSON.stringify(s);
 
@@ -84,6 +100,10 @@ export class DeviceManager implements DeviceManagerLike {
   private server?: grpc.Server;
   private checkpointWrites: Promise<void> = Promise.resolve();
   private readonly running = new Set<Promise<void>>();
+  /** Plugin watcher registrations wait for start() (the watcher may start first); stop() fails the waiting ones. */
+  private readonly startWaiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = [];
+  private watcherHandlerRequested = false;
+  private stopped = false;
 
   constructor(opts: DeviceManagerOptions) {
     this.socketDir = opts.socketDir;
@@ -99,6 +119,7 @@ export class DeviceManager implements DeviceManagerLike {
    */
   async start(activePods: () => V1Pod[], sourcesReady: () => boolean = () => true): Promise<void> {
     this.logger.v(2).info('Starting Device Plugin manager');
+    this.stopped = false;
     this.activePods = activePods;
     this.sourcesReady = sourcesReady;
     try {
@@ -110,6 +131,8 @@ export class DeviceManager implements DeviceManagerLike {
     try {
       for (const name of await readdir(this.socketDir)) {
         if (name === CHECKPOINT_FILE_NAME) continue;
+        // Go creates it after the cleanup (GetWatcherHandler runs after Start); here the handler may come first.
+        if (name === DEPRECATION_FILE_NAME && this.watcherHandlerRequested) continue;
         await rm(join(this.socketDir, name), { recursive: true, force: true });
       }
     } catch (err) {
@@ -128,10 +151,13 @@ export class DeviceManager implements DeviceManagerLike {
     );
     this.server = server;
     this.logger.v(2).info('Serving device plugin registration server on socket', { path: this.socketPath });
+    for (const w of this.startWaiters.splice(0)) w.resolve();
   }
 
   /** Stop: stops every endpoint and the Registration server. */
   async stop(): Promise<void> {
+    this.stopped = true;
+    for (const w of this.startWaiters.splice(0)) w.reject(new Error('the device manager stopped'));
     for (const { e } of this.endpoints.values()) e.stop();
     const server = this.server;
     this.server = undefined;
@@ -168,7 +194,7 @@ export class DeviceManager implements DeviceManagerLike {
   private async addEndpoint(r: RegisterRequest): Promise<void> {
     let e: EndpointImpl;
     try {
-      e = await EndpointImpl.dial(join(this.socketDir, r.endpoint), r.resourceName, this.clock, (res, devs) => this.genericDeviceUpdateCallback(res, devs));
+      e = await this.dialEndpoint(join(this.socketDir, r.endpoint), r.resourceName);
     } catch (err) {
       this.logger.error('Failed to dial device plugin', err, { resourceName: r.resourceName, endpoint: r.endpoint });
       return;
@@ -185,19 +211,102 @@ export class DeviceManager implements DeviceManagerLike {
         this.logger.v(2).info('GetDevicePluginOptions failed; assuming none', { resourceName: r.resourceName, err: errorText(err) });
       }
     }
-    // Re-registration replaces the old endpoint, which is stopped.
-    const old = this.endpoints.get(r.resourceName);
-    this.endpoints.set(r.resourceName, { e, opts: options });
+    this.registerEndpoint(r.resourceName, options, e, r.endpoint);
+    await this.runEndpoint(r.resourceName, e);
+  }
+
+  private dialEndpoint(socketPath: string, resourceName: string): Promise<EndpointImpl> {
+    return EndpointImpl.dial(socketPath, resourceName, this.clock, (res, devs) => this.genericDeviceUpdateCallback(res, devs));
+  }
+
+  /** registerEndpoint: a re-registration replaces the old endpoint, which is stopped. */
+  private registerEndpoint(resourceName: string, options: DevicePluginOptions | undefined, e: EndpointImpl, endpoint: string): void {
+    const old = this.endpoints.get(resourceName);
+    this.endpoints.set(resourceName, { e, opts: options });
     if (old && old.e !== e) old.e.stop();
-    this.logger.v(2).info('Registered endpoint', { resourceName: r.resourceName, endpoint: r.endpoint });
+    this.logger.v(2).info('Registered endpoint', { resourceName, endpoint });
+  }
+
+  /** runEndpoint: streams ListAndWatch until it ends; then the resource's devices are unhealthy (unless replaced). */
+  private async runEndpoint(resourceName: string, e: EndpointImpl): Promise<void> {
     try {
       await e.run();
     } catch (err) {
-      this.logger.error('Endpoint ended', err, { resourceName: r.resourceName });
+      this.logger.error('Endpoint ended', err, { resourceName });
     }
     e.stop();
-    if (this.endpoints.get(r.resourceName)?.e === e) this.markResourceUnhealthy(r.resourceName);
-    this.logger.v(2).info('Endpoint became unhealthy', { resourceName: r.resourceName });
+    if (this.endpoints.get(resourceName)?.e === e) this.markResourceUnhealthy(resourceName);
+    this.logger.v(2).info('Endpoint became unhealthy', { resourceName });
+  }
+
+  /**
+   * GetWatcherHandler: the handler of `DevicePlugin` plugins for the kubelet's plugin watcher
+   * (`<root-dir>/plugins_registry`). Creates the DEPRECATION file in the device plugin directory, as Go does (a
+   * failure is logged).
+   */
+  watcherHandler(): DevicePluginWatcherHandler {
+    this.watcherHandlerRequested = true;
+    const file = join(this.socketDir, DEPRECATION_FILE_NAME);
+    try {
+      mkdirSync(this.socketDir, { recursive: true, mode: 0o750 });
+      writeFileSync(file, '');
+      this.logger.v(4).info('Created deprecation file', { path: file });
+    } catch (err) {
+      this.logger.error('Failed to create deprecation file', err, { path: file });
+    }
+    return {
+      validatePlugin: (name, endpoint, versions) => this.validatePlugin(name, endpoint, versions),
+      registerPlugin: (name, endpoint, versions) => this.registerPlugin(name, endpoint, versions),
+      deRegisterPlugin: (name) => this.deRegisterPlugin(name),
+    };
+  }
+
+  /** ValidatePlugin: one of the plugin's versions is supported, and its name is an extended resource name. */
+  validatePlugin(pluginName: string, endpoint: string, versions: string[]): void {
+    this.logger.v(2).info('Got Plugin at endpoint with versions', { plugin: pluginName, endpoint, versions });
+    if (!versions.some((v) => SUPPORTED_VERSIONS.includes(v))) {
+      throw new Error(`manager version, ${DEVICE_PLUGIN_API_VERSION}, is not among plugin supported versions [${versions.join(' ')}]`);
+    }
+    if (!isExtendedResourceName(pluginName)) {
+      throw new Error(`invalid name of device plugin socket: the ResourceName ${goQuote(pluginName)} is invalid`);
+    }
+  }
+
+  /**
+   * RegisterPlugin: dials the plugin's socket (the absolute endpoint, as is), asks for its options, registers the
+   * endpoint (replacing an earlier one) and runs it in the background. Waits for start() first.
+   */
+  async registerPlugin(pluginName: string, endpoint: string, _versions: string[] = []): Promise<void> {
+    this.logger.v(2).info('Registering plugin at endpoint', { plugin: pluginName, endpoint });
+    if (!this.server) {
+      if (this.stopped) throw new Error('the device manager stopped');
+      await new Promise<void>((resolve, reject) => this.startWaiters.push({ resolve, reject }));
+    }
+    let e: EndpointImpl;
+    try {
+      e = await this.dialEndpoint(endpoint, pluginName);
+    } catch (err) {
+      throw new Error(`failed to dial device plugin with socketPath ${endpoint}: ${errorText(err)}`);
+    }
+    let options: DevicePluginOptions;
+    try {
+      options = await e.getDevicePluginOptions();
+    } catch (err) {
+      e.stop();
+      throw new Error(`failed to get device plugin options: ${errorText(err)}`);
+    }
+    if (!this.server) {
+      e.stop();
+      throw new Error('the device manager stopped');
+    }
+    this.registerEndpoint(pluginName, options, e, endpoint);
+    this.track(this.runEndpoint(pluginName, e));
+  }
+
+  /** DeRegisterPlugin: stops the plugin's endpoint; its devices turn unhealthy as when the plugin goes away. */
+  deRegisterPlugin(pluginName: string): void {
+    this.logger.v(2).info('Deregistering plugin', { plugin: pluginName });
+    this.endpoints.get(pluginName)?.e.stop();
   }
 
   /** genericDeviceUpdateCallback: a ListAndWatch update replaces the resource's device lists. */
