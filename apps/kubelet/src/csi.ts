@@ -13,9 +13,11 @@ import {
   NodeInfoManager,
   PluginWatcher,
   CSI_PLUGIN_TYPE,
+  DEVICE_PLUGIN_TYPE,
   createCsiApiGetters,
   createNodeInfoApi,
 } from '@kubelet-ts/csi';
+import type { DeviceManager } from '@kubelet-ts/device-manager';
 import type { Mounter } from '@kubelet-ts/volume-manager';
 import type { KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
@@ -43,6 +45,8 @@ export function registerCsiDeps(c: DependencyContainer, config: KubeletConfig): 
     Tokens.PluginWatcher,
     singleton((c) => {
       const logger = c.resolve<Logger>(Tokens.Logger);
+      // Go: the device manager's GetWatcherHandler, for device plugins that register through plugins_registry.
+      const devicePlugins = c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.watcherHandler();
       return new PluginWatcher({
         rootDir: config.rootDir,
         handlers: {
@@ -51,6 +55,7 @@ export function registerCsiDeps(c: DependencyContainer, config: KubeletConfig): 
             nodeInfo: c.resolve<NodeInfoManager | undefined>(Tokens.CsiNodeInfo),
             logger: logger.with({ component: 'csi' }),
           }),
+          ...(devicePlugins ? { [DEVICE_PLUGIN_TYPE]: devicePlugins } : {}),
         },
         clock: c.resolve<Clock>(Tokens.Clock),
         logger: logger.with({ component: 'plugin-manager' }),
