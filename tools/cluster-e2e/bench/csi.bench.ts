@@ -68,6 +68,23 @@ async function apiRequests(): Promise<number> {
   return sum;
 }
 
+const STORAGE_RESOURCES = ['persistentvolumeclaims', 'persistentvolumes', 'csidrivers', 'volumeattachments', 'csinodes'];
+/**
+ * The API server's apiserver_request_total for the storage resources, by `resource verb`, JSON requests only: the
+ * kubelet's (the controller-manager and scheduler speak protobuf; the bench's own kubectl calls touch only pods).
+ */
+async function storageRequests(): Promise<Map<string, number>> {
+  const metrics = await kubectl.run(['get', '--raw', '/metrics']);
+  const out = new Map<string, number>();
+  for (const match of metrics.matchAll(/^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$/gm)) {
+    const labels = Object.fromEntries([...match[1].matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    if (labels.contentType !== 'application/json' || !STORAGE_RESOURCES.includes(labels.resource)) continue;
+    const key = `${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''} ${labels.verb}`;
+    out.set(key, (out.get(key) ?? 0) + Number(match[2]));
+  }
+  return out;
+}
+
 function benchPod(i: number, mode: Mode): Json {
   const name = `${mode}-${i}`;
   const volume =
@@ -90,18 +107,25 @@ function benchPod(i: number, mode: Mode): Json {
 }
 
 interface PhaseResult {
+  /** The mode, and `, 1 by 1` when the pods were created one after another (each waited for before the next). */
+  label: string;
   mode: Mode;
+  count: number;
   /** Per pod: (publish end - stage start, or the publish alone) / (stage + publish durations). */
   windowRatios: number[];
   /** Sum of the windows over the sum of the bare calls. */
   totalRatio: number;
   bareMs: number[];
-  /** Pods created -> each pod's NodePublishVolume end. */
+  /** NodeStageVolume end -> NodePublishVolume start: the kubelet's own time between the two calls. */
+  gapMs: number[];
+  /** The pod created -> its NodePublishVolume end. */
   mountedMs: number[];
   readySeconds: number;
   goneSeconds: number;
   requestsPerPod: number;
   netRequestsPerPod: number;
+  /** The storage requests (storageRequests) per pod, by `resource verb`. */
+  storagePerPod: Map<string, number>;
   rssMiB: number;
   cpuSeconds: number;
 }
@@ -116,14 +140,27 @@ const startOf = (call: CsiCall) => Date.parse(call.ts) - (call.durationMs ?? 0);
 
 let idleRequestsPerSecond = 0;
 
-async function phase(mode: Mode): Promise<PhaseResult> {
-  const pods = Array.from({ length: N }, (_, i) => benchPod(i, mode));
+async function phase(mode: Mode, serial = false): Promise<PhaseResult> {
+  const count = serial ? Math.min(5, N) : N;
+  const pods = Array.from({ length: count }, (_, i) => benchPod(i, mode));
   const callsBefore = driver.calls().length;
   const requestsBefore = await apiRequests();
+  const storageBefore = await storageRequests();
   const cpuBefore = kubelet.resources().cpuSeconds;
   const created = Date.now();
-  await kubectl.apply(...pods);
-  await waitFor(`${mode}: ${N} pods Ready`, async () => (await kubectl.json(['get', 'pods', '-n', NS, '-l', `mode=${mode}`])).items.filter((p: Json) => isPodReady(p)).length === N, PHASE_TIMEOUT_MS, () => kubelet.logTail(10), 100);
+  const createdAt = new Map<string, number>();
+  const readyPods = async () => (await kubectl.json(['get', 'pods', '-n', NS, '-l', `mode=${mode}`])).items.filter((p: Json) => isPodReady(p)).length;
+  if (serial) {
+    for (const [i, pod] of pods.entries()) {
+      createdAt.set(pod.metadata.name, Date.now());
+      await kubectl.apply(pod);
+      await waitFor(`${mode}: pod ${i + 1} of ${count} Ready`, async () => (await readyPods()) === i + 1, PHASE_TIMEOUT_MS, () => kubelet.logTail(10), 50);
+    }
+  } else {
+    for (const pod of pods) createdAt.set(pod.metadata.name, created);
+    await kubectl.apply(...pods);
+    await waitFor(`${mode}: ${count} pods Ready`, async () => (await readyPods()) === count, PHASE_TIMEOUT_MS, () => kubelet.logTail(10), 100);
+  }
   const readySeconds = (Date.now() - created) / 1000;
   const rssMiB = mib(kubelet.resources().rssBytes);
   const items = (await kubectl.json(['get', 'pods', '-n', NS, '-l', `mode=${mode}`])).items as Json[];
@@ -131,6 +168,7 @@ async function phase(mode: Mode): Promise<PhaseResult> {
   const windowRatios: number[] = [];
   const bareMs: number[] = [];
   const mountedMs: number[] = [];
+  const gapMs: number[] = [];
   let windows = 0;
   let bare = 0;
   if (mode !== 'none') {
@@ -145,33 +183,43 @@ async function phase(mode: Mode): Promise<PhaseResult> {
       bareMs.push(callMs);
       // An inline volume is published only: its window is the call itself.
       if (stage) {
+        gapMs.push(startOf(publish) - endOf(stage));
         windows += windowMs;
         bare += callMs;
         windowRatios.push(windowMs / Math.max(callMs, 1));
       }
-      mountedMs.push(endOf(publish) - created);
+      mountedMs.push(endOf(publish) - createdAt.get(pod.metadata.name)!);
     }
   }
   const deleted = Date.now();
   await kubectl.run(['delete', 'pods', '-n', NS, '-l', `mode=${mode}`, '--wait=false']);
   await waitFor(`${mode}: all pods gone`, async () => (await kubectl.json(['get', 'pods', '-n', NS, '-l', `mode=${mode}`])).items.length === 0, PHASE_TIMEOUT_MS, () => kubelet.logTail(10), 100);
   if (mode !== 'none') {
-    await waitFor(`${mode}: every volume unpublished`, async () => driver.calls().slice(callsBefore).filter((c) => c.method === 'NodeUnpublishVolume' && !c.error).length >= N, PHASE_TIMEOUT_MS, () => kubelet.logTail(10), 100);
+    await waitFor(`${mode}: every volume unpublished`, async () => driver.calls().slice(callsBefore).filter((c) => c.method === 'NodeUnpublishVolume' && !c.error).length >= count, PHASE_TIMEOUT_MS, () => kubelet.logTail(10), 100);
   }
   const goneSeconds = (Date.now() - deleted) / 1000;
   const cpuSeconds = kubelet.resources().cpuSeconds - cpuBefore;
   const requests = (await apiRequests()) - requestsBefore;
+  const storagePerPod = new Map<string, number>();
+  for (const [key, n] of await storageRequests()) {
+    const delta = n - (storageBefore.get(key) ?? 0);
+    if (delta > 0) storagePerPod.set(key, delta / count);
+  }
   const elapsedSeconds = (Date.now() - created) / 1000;
   return {
+    label: serial ? `${mode}, 1 by 1` : mode,
     mode,
+    count,
     windowRatios,
+    gapMs,
     totalRatio: bare > 0 ? windows / bare : Number.NaN,
     bareMs,
     mountedMs,
     readySeconds,
     goneSeconds,
-    requestsPerPod: requests / N,
-    netRequestsPerPod: (requests - idleRequestsPerSecond * elapsedSeconds) / N,
+    requestsPerPod: requests / count,
+    netRequestsPerPod: (requests - idleRequestsPerSecond * elapsedSeconds) / count,
+    storagePerPod,
     rssMiB,
     cpuSeconds,
   };
@@ -202,10 +250,10 @@ try {
   const idleStart = Date.now();
   await new Promise((resolve) => setTimeout(resolve, 20_000));
   idleRequestsPerSecond = ((await apiRequests()) - idleFrom) / ((Date.now() - idleStart) / 1000);
-  for (const mode of ['pv', 'inline', 'none'] as const) {
-    const result = await phase(mode);
+  for (const [mode, serial] of [['pv', true], ['pv', false], ['inline', true], ['inline', false], ['none', false]] as const) {
+    const result = await phase(mode, serial);
     results.push(result);
-    console.error(`${mode}: ${N} pods Ready in ${result.readySeconds.toFixed(1)} s, gone in ${result.goneSeconds.toFixed(1)} s, ${result.requestsPerPod.toFixed(1)} API requests per pod`);
+    console.error(`${result.label}: ${result.count} pods Ready in ${result.readySeconds.toFixed(1)} s, gone in ${result.goneSeconds.toFixed(1)} s, ${result.requestsPerPod.toFixed(1)} API requests per pod`);
   }
 } finally {
   await kubelet.stop();
@@ -217,24 +265,27 @@ try {
   await kubectl.run(['delete', 'csinode', NODE, '--ignore-not-found']).catch(() => undefined);
   await removeRuntimePods(containerd.endpoint, (pod) => pod.namespace === NS);
   await removeHostCgroup(ourCgroupRoot(NODE)).catch(() => undefined);
-  unmountAndRemove(dir);
+  if (process.env.KUBELET_BENCH_KEEP) console.error(`kept ${dir}`);
+  else unmountAndRemove(dir);
 }
 
 const fmt = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : '-');
 const none = results.find((r) => r.mode === 'none');
-console.log(`\nCSI volumes on kubelet-ts (${cluster.version} control plane, containerd, tools/csi-driver), ${N} pods created at once per phase`);
+const w = 16;
+console.log(`\nCSI volumes on kubelet-ts (${cluster.version} control plane, containerd, tools/csi-driver): ${N} pods created at once, or ${Math.min(5, N)} one by one`);
 console.log(`idle RSS ${fmt(idleRssMiB, 0)} MiB; idle API requests ${fmt(idleRequestsPerSecond)} /s (taken out of "net")`);
 console.log(
-  `${'phase'.padEnd(8)} ${'window/bare p50'.padStart(15)} ${'p90'.padStart(6)} ${'total'.padStart(6)} ${'bare ms p50'.padStart(11)} ${'mounted p50'.padStart(11)} ${'max'.padStart(7)} ${'Ready s'.padStart(8)} ${'gone s'.padStart(7)} ${'req/pod'.padStart(8)} ${'net'.padStart(6)} ${'- none'.padStart(7)} ${'RSS MiB'.padStart(8)} ${'CPU s'.padStart(6)}`,
+  `${'phase'.padEnd(w)} ${'window/bare p50'.padStart(15)} ${'p90'.padStart(6)} ${'total'.padStart(6)} ${'bare ms p50'.padStart(11)} ${'gap ms p50'.padStart(10)} ${'mounted p50'.padStart(11)} ${'max'.padStart(7)} ${'Ready s'.padStart(8)} ${'gone s'.padStart(7)} ${'req/pod'.padStart(8)} ${'net'.padStart(6)} ${'- none'.padStart(7)} ${'RSS MiB'.padStart(8)} ${'CPU s'.padStart(6)}`,
 );
 for (const r of results) {
   console.log(
     [
-      r.mode.padEnd(8),
+      r.label.padEnd(w),
       fmt(percentile(r.windowRatios, 50)).padStart(15),
       fmt(percentile(r.windowRatios, 90)).padStart(6),
       fmt(r.totalRatio).padStart(6),
       fmt(percentile(r.bareMs, 50), 0).padStart(11),
+      fmt(percentile(r.gapMs, 50), 0).padStart(10),
       `${fmt(percentile(r.mountedMs, 50) / 1000, 1)} s`.padStart(11),
       `${fmt(Math.max(...r.mountedMs) / 1000, 1)} s`.padStart(7),
       fmt(r.readySeconds, 1).padStart(8),
@@ -247,5 +298,7 @@ for (const r of results) {
     ].join(' '),
   );
 }
+console.log('the kubelet\'s storage requests per pod (apiserver_request_total, JSON):');
+for (const r of results) console.log(`  ${r.label.padEnd(w)} ${[...r.storagePerPod].map(([key, n]) => `${key} ${fmt(n, 1)}`).join(', ') || '-'}`);
 console.log('window/bare: per pod, NodeStageVolume start -> NodePublishVolume end over the two calls\' own durations (target <= 1.2; inline volumes are only published)');
-console.log('mounted: pods created -> the pod\'s NodePublishVolume end; req/pod: rest_client_requests_total per pod, up and down; - none: CSI requests beyond a pod without CSI');
+console.log('gap: NodeStageVolume end -> NodePublishVolume start; mounted: pod created -> the pod\'s NodePublishVolume end; req/pod: rest_client_requests_total per pod, up and down; - none: CSI requests beyond a pod without CSI');
