@@ -1,11 +1,15 @@
 // Test doubles of this package, published as `@kubelet-ts/csi/testing`: a scripted CsiNodeClient, a driver lookup
 // holding such clients, an in-memory NodeInfoApi, and FakeCsiDriverServer, a real gRPC CSI driver (Identity +
-// Node) with its registration socket, for tests of the plugin watcher and the client over unix sockets.
+// Node) with its registration socket, for tests of the plugin watcher and the client over unix sockets; and, for
+// running CsiVolumePlugin without the volume manager, fakeVolumeHost with the volume manager's FakeMounter.
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import type { V1CSINode, V1Node } from '@kubernetes/client-node';
+import { defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { FakeApiError } from '@kubelet-ts/core/testing';
+import type { Mounter, VolumeHost } from '@kubelet-ts/volume-manager';
+import { FakeApiObjects, FakeMounter } from '@kubelet-ts/volume-manager/testing';
 import { CsiCallError, GrpcCode } from './errors.js';
 import { driverNotFoundError } from './registry.js';
 import { CSI_PLUGIN_TYPE, grpcJs, loadCsiPackage, loadPluginRegistrationPackage, unixTarget, type RegistrationStatus } from './proto.js';
@@ -492,3 +496,38 @@ async function shutdown(server: grpc.Server): Promise<void> {
 }
 
 export { CsiCallError, GrpcCode };
+export { FakeApiObjects, FakeMounter };
+
+/** Options of {@link fakeVolumeHost}. */
+export interface FakeVolumeHostOptions {
+  /** `<root-dir>/pods`: a pod's volume directories are under it (CsiVolumePlugin counts a volume's users there). */
+  podsDir: string;
+  /** Default: a new FakeMounter (nothing is mounted). */
+  mounter?: Mounter;
+  /** Default `node-1`. */
+  nodeName?: string;
+  /** The Secrets (nodeStageSecretRef, nodePublishSecretRef), ConfigMaps, claims, PVs and tokens; default: none. */
+  api?: FakeApiObjects;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/**
+ * The VolumeHost the volume manager hands its plugins, for calling a VolumePlugin such as CsiVolumePlugin
+ * directly: in-memory API objects, a 4-CPU 8 GiB node at 10.0.0.1.
+ */
+export function fakeVolumeHost(opts: FakeVolumeHostOptions): VolumeHost {
+  const api = opts.api ?? new FakeApiObjects();
+  return {
+    podsDir: opts.podsDir,
+    nodeName: opts.nodeName ?? 'node-1',
+    mounter: opts.mounter ?? new FakeMounter(),
+    configMaps: api,
+    secrets: api,
+    tokens: api,
+    persistentVolumes: api,
+    node: { allocatableMilliCpu: 4000, allocatableMemoryBytes: 2 ** 33, hostIPs: () => ['10.0.0.1'] },
+    clock: opts.clock ?? realClock,
+    logger: opts.logger ?? defaultLogger,
+  };
+}
