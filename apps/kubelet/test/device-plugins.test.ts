@@ -38,7 +38,7 @@ const writeManifest = (name: string, spec: Record<string, unknown>, dir = manife
 /** Every ContainerConfig the kubelet sent to CreateContainer. */
 const created: runtimeapi.ContainerConfigInit[] = [];
 
-async function startOurKubelet(dirs: { manifests: string; rootDir: string } = { manifests, rootDir }): Promise<{ kubelet: Kubelet; c: DependencyContainer; stop: () => Promise<void> }> {
+async function startOurKubelet(dirs: { manifests: string; rootDir: string } = { manifests, rootDir }, flags: string[] = []): Promise<{ kubelet: Kubelet; c: DependencyContainer; stop: () => Promise<void> }> {
   const config = resolveConfig(
     parseFlags([
       `--pod-manifest-path=${dirs.manifests}`,
@@ -50,6 +50,7 @@ async function startOurKubelet(dirs: { manifests: string; rootDir: string } = { 
       '--healthz-port=0',
       '--cgroups-per-qos=false',
       '--enforce-node-allocatable=',
+      ...flags,
     ]),
   );
   const c = container.createChildContainer();
@@ -150,7 +151,8 @@ t.test('a device plugin registers through the plugin watcher: node capacity, a p
   const root = join(dir, 'root-watcher');
   const podManifests = join(dir, 'manifests-watcher');
   mkdirSync(podManifests, { recursive: true });
-  const k = await startOurKubelet({ manifests: podManifests, rootDir: root });
+  // A short node status period: the locally computed Node is cached for one.
+  const k = await startOurKubelet({ manifests: podManifests, rootDir: root }, ['--node-status-update-frequency=1s']);
   t.teardown(() => k.stop());
   const devices = k.c.resolve<DeviceManager>(Tokens.DeviceManager);
   const nodeAnyWay = k.c.resolve<() => Promise<V1Node | undefined>>(Tokens.NodeAnyWay);
