@@ -84,7 +84,9 @@ const callsFor = (name: string, method: string, volumeId?: string) => calls(name
 const diagnostics = () => `${kubelet.logTail(60)}\n${[...drivers.values()].map((d) => d.tail(8)).join('\n')}`;
 
 t.teardown(async () => {
-  // Pods first, while the kubelet and the drivers still run, so their volumes are torn down through CSI.
+  // Pods first (the Deployment's before it makes new ones), while the kubelet and the drivers still run, so their
+  // volumes are torn down through CSI.
+  await kubectl.run(['delete', 'deployments', '-n', NS, '--all', '--wait=true', '--timeout=30s']).catch(() => undefined);
   await kubectl.run(['delete', 'pods', '-n', NS, '--all', '--wait=true', '--timeout=60s']).catch(() => undefined);
   await kubelet.stop();
   for (const driver of drivers.values()) await driver.stop();
