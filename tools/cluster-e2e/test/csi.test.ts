@@ -388,6 +388,34 @@ await t.test('a rollout: the next pod reads what the first wrote; the first pod\
   t.equal(mountCount(paths.podMount(writerPod.metadata.uid, DATA_PV)), 1, 'the new pod\'s target path is mounted');
 });
 
+await t.test('a kubelet restart while the driver is down: the running pod keeps its mount; a new pod waits for the driver; nothing is unstaged under the running pod', async (t) => {
+  const uid = writerPod.metadata.uid as string;
+  const unstagesBefore = callsFor(DRIVER, 'NodeUnstageVolume', DATA_HANDLE).length;
+  const stagesBefore = callsFor(DRIVER, 'NodeStageVolume', DATA_HANDLE).length;
+  await kubelet.stop();
+  await drivers.get(DRIVER)!.stop();
+  kubelet = await startKubelet();
+  await waitFor('the node Ready again', async () => condition(await getNode(), 'Ready')?.status === 'True' && kubelet.output().includes('Starting Kubelet Volume Manager'), 60_000, diagnostics);
+  await createObject(claimPod('reader2', 'data'));
+  const event = await eventFor('reader2', 'FailedMount', /not found in the list of registered CSI drivers/).catch((error: Error) => ({ message: error.message }) as Json);
+  t.match(event.message, `driver name ${DRIVER} not found in the list of registered CSI drivers`, 'the new pod waits for the driver (FailedMount)');
+  t.equal(mountCount(paths.podMount(uid, DATA_PV)), 1, 'the running pod\'s target path stays mounted while the driver is down');
+  startDriver(DRIVER, { topology: [`${TOPOLOGY_KEY}=zone-a`] });
+  const reader = await runningAndReady('reader2', 180_000);
+  t.equal(await exec(reader, ['cat', '/data/handoff']), (await exec(writerPod, ['cat', '/data/handoff'])), 'the new pod reads the volume once the driver is back');
+  t.equal(mountCount(paths.podMount(uid, DATA_PV)), 1, 'the running pod\'s target path is mounted once (nothing stacked)');
+  t.equal(mountCount(paths.globalMount(DATA_PV)), 1, 'the staging path is mounted once');
+  t.comment(`NodeStageVolume calls for the volume across the restart: ${callsFor(DRIVER, 'NodeStageVolume', DATA_HANDLE).length - stagesBefore}`);
+  await gone('reader2');
+  await waitFor('the second reader unpublished', async () => mountCount(paths.podMount(reader.metadata.uid, DATA_PV)) === 0, 30_000, diagnostics).catch(() => undefined);
+  t.equal(callsFor(DRIVER, 'NodeUnstageVolume', DATA_HANDLE).length, unstagesBefore, 'no NodeUnstageVolume while the running pod still uses the volume');
+  t.equal(mountCount(paths.globalMount(DATA_PV)), 1, 'the staging path is still mounted');
+  const writer = await getPod(writerPod.metadata.name);
+  t.equal(containerStatus(writer, 'app')?.restartCount, 0, 'the running pod was not restarted');
+  t.equal(await sh(writer!, 'echo after-restart > /data/after-restart && cat /data/after-restart'), 'after-restart\n', 'and still writes to its volume');
+  t.equal(readFileSync(join(drivers.get(DRIVER)!.dataDir, DATA_HANDLE, 'after-restart'), 'utf8'), 'after-restart\n', 'which lands in the driver\'s directory');
+});
+
 await t.test('/stats/summary has the CSI volume with its pvcRef and usage; /metrics has kubelet_volume_stats_*', async (t) => {
   const name = writerPod.metadata.name as string;
   const volume = await waitFor('the writer\'s volume in /stats/summary with at least 1 MiB used', async () => {
