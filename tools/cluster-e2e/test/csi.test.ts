@@ -331,6 +331,7 @@ await t.test('a kubelet restart keeps the CSI mount, does not stage again, and t
   const uid = writerPod.metadata.uid as string;
   const stagesBefore = callsFor(DRIVER, 'NodeStageVolume', DATA_HANDLE).length;
   const publishesBefore = callsFor(DRIVER, 'NodePublishVolume', DATA_HANDLE).length;
+  const callsBefore = calls(DRIVER).length;
   await kubelet.stop();
   kubelet = await startKubelet();
   await waitFor('the node Ready again', async () => condition(await getNode(), 'Ready')?.status === 'True' && kubelet.output().includes('Starting Kubelet Volume Manager'), 60_000, diagnostics);
@@ -343,6 +344,12 @@ await t.test('a kubelet restart keeps the CSI mount, does not stage again, and t
   await createObject(claimPod('reader', 'data'));
   const reader = await runningAndReady('reader');
   t.equal(await exec(reader, ['cat', '/data/handoff']), `handoff-${writerPod.metadata.name}\n`, 'a second pod of the claim reads the data');
+  const writerMount = paths.podMount(uid, DATA_PV);
+  t.same(
+    calls(DRIVER).slice(callsBefore).filter((c) => (c.method === 'NodeUnpublishVolume' && c.targetPath === writerMount) || c.method === 'NodeUnstageVolume').map((c) => `${c.method} ${c.targetPath ?? c.stagingTargetPath}`),
+    [],
+    'the restarted kubelet tore nothing of the running pod\'s volume down (no NodeUnpublishVolume of its target, no NodeUnstageVolume)',
+  );
   t.equal(callsFor(DRIVER, 'NodeStageVolume', DATA_HANDLE).length, stagesBefore, `no second NodeStageVolume (${stagesBefore} before the restart)`);
   const publishedAgain = callsFor(DRIVER, 'NodePublishVolume', DATA_HANDLE).slice(publishesBefore).map((c) => c.targetPath);
   t.same(publishedAgain, [paths.podMount(reader.metadata.uid, DATA_PV)], 'after the restart only the new pod was published');
@@ -392,6 +399,7 @@ await t.test('a kubelet restart while the driver is down: the running pod keeps 
   const uid = writerPod.metadata.uid as string;
   const unstagesBefore = callsFor(DRIVER, 'NodeUnstageVolume', DATA_HANDLE).length;
   const stagesBefore = callsFor(DRIVER, 'NodeStageVolume', DATA_HANDLE).length;
+  const callsBefore = calls(DRIVER).length;
   await kubelet.stop();
   await drivers.get(DRIVER)!.stop();
   kubelet = await startKubelet();
@@ -409,6 +417,7 @@ await t.test('a kubelet restart while the driver is down: the running pod keeps 
   await gone('reader2');
   await waitFor('the second reader unpublished', async () => mountCount(paths.podMount(reader.metadata.uid, DATA_PV)) === 0, 30_000, diagnostics).catch(() => undefined);
   t.equal(callsFor(DRIVER, 'NodeUnstageVolume', DATA_HANDLE).length, unstagesBefore, 'no NodeUnstageVolume while the running pod still uses the volume');
+  t.notOk(calls(DRIVER).slice(callsBefore).some((c) => c.method === 'NodeUnpublishVolume' && c.targetPath === paths.podMount(uid, DATA_PV)), 'the running pod\'s target was never unpublished');
   t.equal(mountCount(paths.globalMount(DATA_PV)), 1, 'the staging path is still mounted');
   const writer = await getPod(writerPod.metadata.name);
   t.equal(containerStatus(writer, 'app')?.restartCount, 0, 'the running pod was not restarted');
