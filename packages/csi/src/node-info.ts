@@ -3,6 +3,7 @@
 // its node ID in the `csi.volume.kubernetes.io/nodeid` annotation.
 import { createHash } from 'node:crypto';
 import type { KubeConfig, V1CSINode, V1CSINodeDriver, V1Node } from '@kubernetes/client-node';
+import { KeyedLock } from './csi-util.js';
 import { apiCallOptions, defaultLogger, errorText, isNotFound, jitter, lazyApiClient, PatchContentType, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 
 /** annotationKeyNodeID: the Node annotation mapping driver names to their node IDs (JSON). */
@@ -80,6 +81,7 @@ export class NodeInfoManager {
   private readonly nodeName: string;
   private readonly api: NodeInfoApi;
   private readonly clock: Clock;
+  private readonly lock = new KeyedLock();
   private readonly logger: Logger;
   private readonly migratedPlugins: string[];
   private readonly random: () => number;
@@ -157,7 +159,7 @@ export class NodeInfoManager {
     try {
       await this.backoffLoop(NODE_INFO_UPDATE_BACKOFF, signal, async () => {
         try {
-          await this.tryInitializeCsiNodeWithAnnotation(signal);
+          await this.exclusive(() => this.tryInitializeCsiNodeWithAnnotation(signal));
           return true;
         } catch (err) {
           lastErr = err;
@@ -276,13 +278,21 @@ export class NodeInfoManager {
     });
   }
 
+  /**
+   * Runs one read-modify-write of the Node or the CSINode at a time (Go: nodeInfoManager.lock): two drivers
+   * registering at once would otherwise each patch the nodeid annotation from the same read, and one would be lost.
+   */
+  private exclusive(fn: () => Promise<void>): Promise<void> {
+    return this.lock.run('node-info', fn);
+  }
+
   /** wait.ExponentialBackoff over fn, failing as Go's update loops do: `<prefix>: timed out...; caused by: <errs>`. */
   private async retry(backoff: BackoffSteps, signal: AbortSignal | undefined, prefix: string, fn: () => Promise<void>): Promise<void> {
     const errs: unknown[] = [];
     try {
       await this.backoffLoop(backoff, signal, async () => {
         try {
-          await fn();
+          await this.exclusive(fn);
           return true;
         } catch (err) {
           if (signal?.aborted) throw err;

@@ -60,6 +60,16 @@ t.test('a second driver: both in the annotation (sorted JSON) and on the CSINode
   );
 });
 
+t.test('two drivers registering at once: one read-modify-write at a time, so neither node ID is lost', async (t) => {
+  const { api, nim } = setup();
+  await Promise.all([nim.installCsiDriver('b.csi', 'nb', 0, { 'topology.b/zone': 'z1' }), nim.installCsiDriver('a.csi', 'na', 0, { 'topology.a/rack': 'r1' })]);
+  t.equal(api.node.metadata?.annotations?.[ANNOTATION_KEY_NODE_ID], '{"a.csi":"na","b.csi":"nb"}');
+  t.same(api.node.metadata?.labels, { 'kubernetes.io/hostname': 'node-1', 'topology.b/zone': 'z1', 'topology.a/rack': 'r1' });
+  t.same(api.csiNodes.get('node-1')?.spec?.drivers?.map((d) => d.name).sort(), ['a.csi', 'b.csi']);
+  await Promise.all([nim.uninstallCsiDriver('a.csi'), nim.installCsiDriver('c.csi', 'nc', 0, undefined)]);
+  t.equal(api.node.metadata?.annotations?.[ANNOTATION_KEY_NODE_ID], '{"b.csi":"nb","c.csi":"nc"}');
+});
+
 t.test('a changed node ID replaces the driver entry', async (t) => {
   const { api, nim } = setup();
   await nim.installCsiDriver('a.csi', 'old', 0, { zone: 'z' });
