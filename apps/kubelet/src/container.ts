@@ -575,7 +575,9 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           allocatableMemoryBytes: totalmem(),
           hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),
         },
-        sourcesReady: () => c.resolve<PodSourceConfig>(Tokens.PodSourceConfig).podConfig.sourcesReady(),
+        // Go: the kubelet's sourcesReady: the sources' pods are in the pod manager, not only in pod-config.
+        sourcesReady: () => c.resolve<Kubelet>(Tokens.Kubelet).sourcesReady(),
+        genericEphemeralVolumes: config.featureGates.GenericEphemeralVolume ?? true,
         onOperationComplete: volumeMetricsHook(c.resolve<KubeletMetrics>(Tokens.Metrics)),
         recorder: c.resolve(Tokens.EventRecorder),
         clock: c.resolve(Tokens.Clock),

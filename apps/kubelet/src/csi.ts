@@ -73,6 +73,7 @@ export function registerCsiDeps(c: DependencyContainer, config: KubeletConfig): 
         attachments: objects,
         nodeName: config.nodeName,
         pluginsDir: join(config.rootDir, 'plugins'),
+        inlineVolumes: config.featureGates.CSIInlineVolume ?? true,
         mounter: c.resolve<Mounter>(Tokens.Mounter),
         clock: c.resolve<Clock>(Tokens.Clock),
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'csi' }),

@@ -147,10 +147,13 @@ export const GO_KUBELET_1_20_FEATURE_GATES: Readonly<Record<string, FeatureSpec>
 
 /**
  * The gates kubelet-ts acts on, with its defaults: newer than v1.20 where kubelet-ts follows a newer Go kubelet
- * (GracefulNodeShutdown is beta and on since v1.21; the others arrived after v1.20).
+ * (GracefulNodeShutdown and GenericEphemeralVolume are beta and on since v1.21; the others arrived after v1.20).
  */
 export const IMPLEMENTED_FEATURE_GATES: Readonly<Record<string, FeatureSpec>> = {
+  CSIInlineVolume: { default: true, preRelease: 'BETA' },
   EventedPLEG: { default: false, preRelease: 'ALPHA' },
+  // Beta and on since v1.21 (GA in v1.23); the control plane must allow the field too.
+  GenericEphemeralVolume: { default: true, preRelease: 'BETA' },
   GracefulNodeShutdown: { default: true, preRelease: 'BETA' },
   KubeletPodResourcesGet: { default: false, preRelease: 'ALPHA' },
   KubeletPodResourcesGetAllocatable: { default: true, preRelease: 'BETA' },

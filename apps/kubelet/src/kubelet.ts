@@ -45,6 +45,11 @@ import type { DeviceManagerLike } from '@kubelet-ts/device-manager';
 export interface PodSource {
   updates(): AsyncIterable<PodUpdate>;
   sourcesReady(): boolean;
+  /**
+   * Go's SeenAllSources: every configured source is in `seenSources` (the sources whose updates the sync loop has
+   * handled) and has delivered its first state. Without it, sourcesReady() alone is used.
+   */
+  seenAllSources?(seenSources: Iterable<string>): boolean;
 }
 
 /** The runtime manager as the kubelet uses it: the ContainerRuntime plus a start-up probe of the runtime. */
@@ -255,6 +260,8 @@ export class Kubelet implements PodSyncer {
   private podCIDR = '';
   /** Messages the syncLoop has handled (config updates, PLEG events, ticks). */
   syncLoopIterations = 0;
+  /** The pod sources whose updates the sync loop has handled (Go: sourcesReady's seen sources). */
+  private readonly seenSources = new Set<string>();
   private running?: Promise<void>;
   /** Pod admission in Go's order: sysctls, then the scheduler's predicates against the node. */
   private readonly admitHandlers: AsyncPodAdmitHandler[];
@@ -325,7 +332,7 @@ export class Kubelet implements PodSyncer {
     await this.options.containerManager?.start(() => this.getActivePods(), signal);
     await this.options.deviceManager?.start(
       () => this.getActivePods(),
-      () => podSource.sourcesReady(),
+      () => this.sourcesReady(),
     );
     loops.push(until(() => this.updateRuntimeUp(), this.options.runtimeCheckPeriodMs ?? RUNTIME_CHECK_PERIOD_MS, signal, this.clock, { logger: this.logger, name: 'updateRuntimeUp' }));
     // Go: the volume manager runs before the sync loop, so volumes found on disk are known before any pod syncs.
@@ -335,7 +342,7 @@ export class Kubelet implements PodSyncer {
       this.logger.error('Failed to start the volume manager', error);
     }
     pleg.start();
-    this.containerGC?.start(() => podSource.sourcesReady());
+    this.containerGC?.start(() => this.sourcesReady());
     this.options.imageGC?.start();
     this.options.evictionManager?.start(signal);
     loops.push(this.pump(signal, podSource.updates(), (update) => ({ kind: 'config', update })));
@@ -421,11 +428,25 @@ export class Kubelet implements PodSyncer {
     }
   }
 
+  /**
+   * Go's sourcesReady.AllReady(): every pod source has delivered its first state and the sync loop has handled it,
+   * so the pod manager holds every pod the sources have. Until then nothing found on the node is removed as
+   * orphaned (volumes, containers, devices).
+   */
+  sourcesReady(): boolean {
+    const source = this.options.podSource;
+    return source.seenAllSources ? source.seenAllSources(this.seenSources) : source.sourcesReady();
+  }
+
   /** Go: syncLoopIteration, one message at a time. */
   async syncLoopIteration(message: LoopMessage): Promise<void> {
     switch (message.kind) {
       case 'config':
-        return this.handleConfigUpdate(message.update);
+        await this.handleConfigUpdate(message.update);
+        // Go: kl.sourcesReady.AddSource(u.Source) once the update is handled, so the pods a source listed are in the
+        // pod manager before anything that waits for the sources (volume teardown, GC, housekeeping) acts.
+        this.seenSources.add(message.update.source);
+        return;
       case 'pleg':
         return this.handlePlegEvent(message.event);
       case 'probe':
@@ -433,7 +454,7 @@ export class Kubelet implements PodSyncer {
       case 'sync':
         return this.handleSyncTick();
       case 'housekeeping':
-        if (!this.options.podSource.sourcesReady()) {
+        if (!this.sourcesReady()) {
           this.logger.v(4).info('SyncLoop (housekeeping, skipped): sources aren\'t ready yet');
           return;
         }

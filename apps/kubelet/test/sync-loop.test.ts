@@ -1,6 +1,7 @@
 import t from 'tap';
 import { makeTestPod } from '@kubelet-ts/pod-config/testing';
 import { setupKubelet as setup } from './kubelet-env.js';
+import { Tokens } from '../src/index.js';
 
 t.test('pods added by a source are synced, resynced and killed when removed', async (t) => {
   const env = setup();
@@ -83,4 +84,20 @@ t.test('housekeeping terminates runtime pods that no source wants', async (t) =>
   t.ok(kill, 'the orphan is killed');
   t.equal(kill?.pod, undefined, 'with no spec');
   t.equal(kill?.gracePeriodOverrideSeconds, 1, 'and the orphan grace period');
+});
+
+t.test("sources are ready for the kubelet only once the sync loop has handled their first state (Go: sourcesReady's seen sources)", async (t) => {
+  const env = setup();
+  t.teardown(env.stop);
+  const podConfig = env.container.resolve<{ podConfig: { sourcesReady(): boolean } }>(Tokens.PodSourceConfig).podConfig;
+  t.notOk(env.kubelet.sourcesReady(), 'not ready before the source said anything');
+  const pod = makeTestPod({ name: 'kept', containers: ['app'] });
+  await env.source.set(pod);
+  t.ok(podConfig.sourcesReady(), 'pod-config has seen the source');
+  // What waits for the sources (volume teardown, container GC, housekeeping) must find the source's pods in the pod
+  // manager: a volume of a running pod found on disk after a restart would otherwise be torn down as orphaned.
+  t.equal(env.kubelet.sourcesReady(), env.kubelet.podManager.getPods().length === 1, 'ready only with the pod in the pod manager');
+  await env.settle(() => env.kubelet.sourcesReady());
+  t.ok(env.kubelet.sourcesReady(), 'ready once the sync loop has handled the SET');
+  t.equal(env.kubelet.podManager.getPods()[0]?.metadata?.name, 'kept');
 });

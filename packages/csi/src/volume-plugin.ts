@@ -90,6 +90,11 @@ export interface CsiVolumePluginOptions {
   secrets?: SecretGetter;
   /** For tests: the file operations of the fsGroup ownership change (chown needs root). */
   ownershipFs?: OwnershipFs;
+  /**
+   * The CSIInlineVolume feature gate (beta and on in Go v1.20): off, inline `csi` volumes are not this plugin's
+   * (Go: CanSupport), so a pod using one waits with `no volume plugin matched`. Default true.
+   */
+  inlineVolumes?: boolean;
 }
 
 /** The volume context keys Go adds when the CSIDriver asks for pod info (podInfoOnMount). */
@@ -197,7 +202,9 @@ export class CsiVolumePlugin implements VolumePlugin {
   /** One operation at a time per volume (unique name; the directory for inline volumes). */
   private readonly lock = new KeyedLock();
 
+  private readonly inlineVolumes: boolean;
   constructor(opts: CsiVolumePluginOptions) {
+    this.inlineVolumes = opts.inlineVolumes ?? true;
     this.drivers = opts.drivers;
     this.csiDrivers = opts.csiDrivers;
     this.attachments = opts.attachments;
@@ -213,7 +220,7 @@ export class CsiVolumePlugin implements VolumePlugin {
   }
 
   canSupport(volume: V1Volume): boolean {
-    return volume.csi !== undefined && volume.csi !== null;
+    return this.inlineVolumes && volume.csi !== undefined && volume.csi !== null;
   }
 
   canSupportPersistentVolume(pv: V1PersistentVolume): boolean {

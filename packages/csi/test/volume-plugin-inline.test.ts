@@ -113,3 +113,12 @@ t.test('fsGroup on an inline volume needs an fsType (or the File policy)', async
   await g.plugin.setUp(ctx);
   t.same(g.ownership.chowns, [{ path: path.join(ctx.dir, 'mount'), uid: 0, gid: 3000 }]);
 });
+
+t.test('CSIInlineVolume off: inline csi volumes are not this plugin\'s; PersistentVolumes still are', async (t) => {
+  const on = await makeFixture(t);
+  const off = await makeFixture(t, { inlineVolumes: false });
+  const volume = { name: 'inline', csi: { driver: DRIVER } };
+  t.ok(on.plugin.canSupport(volume));
+  t.notOk(off.plugin.canSupport(volume));
+  t.ok(off.plugin.canSupportPersistentVolume({ metadata: { name: 'pv1' }, spec: { csi: { driver: DRIVER, volumeHandle: 'h' } } }));
+});

@@ -131,6 +131,11 @@ export interface VolumeManagerOptions {
   onOperationComplete?: (operation: { pluginName: string; operationName: string; durationMs: number; error?: unknown }) => void;
   reconcilePeriodMs?: number;
   mountTimeoutMs?: number;
+  /**
+   * The GenericEphemeralVolume feature gate (beta and on since Go v1.21, GA in v1.23; alpha and off in v1.20).
+   * Off: a pod with an `ephemeral` volume waits with Go's error. Default true.
+   */
+  genericEphemeralVolumes?: boolean;
   backoffInitialMs?: number;
   backoffMaxMs?: number;
 }
@@ -207,7 +212,9 @@ export class KubeletVolumeManager implements VolumeManager {
   private reconstructed = false;
   private controller: AbortController | undefined;
 
+  private readonly genericEphemeralVolumes: boolean;
   constructor(private readonly opts: VolumeManagerOptions) {
+    this.genericEphemeralVolumes = opts.genericEphemeralVolumes ?? true;
     this.clock = opts.clock ?? realClock;
     this.logger = opts.logger ?? defaultLogger;
     this.recorder = opts.recorder ?? noopEventRecorder;
@@ -296,6 +303,10 @@ export class KubeletVolumeManager implements VolumeManager {
       let plugin: VolumePlugin | undefined;
       let persistentVolume: ResolvedPersistentVolume | undefined;
       const claim = podVolumeClaim(pod, volume);
+      if (claim?.ephemeral && !this.genericEphemeralVolumes) {
+        errors.push(`volume ${volume.name} is a generic ephemeral volume, but that feature is disabled in kubelet`);
+        continue;
+      }
       if (claim) {
         // Go's createVolumeSpec: the claim's PV is the volume's spec (its name the spec name).
         const resolution = this.resolveClaim(pod, volume, claim.claimName);

@@ -201,6 +201,17 @@ t.test('a generic ephemeral volume: the claim <pod>-<volume> must be controlled 
   t.equal(pvPlugin.setUps[0].persistentVolume?.readOnly, false);
 });
 
+t.test('GenericEphemeralVolume off: an ephemeral volume waits with Go\'s error and its claim is never read', async (t) => {
+  const { api, pvPlugin, pods, manager } = await setup(t, { genericEphemeralVolumes: false });
+  const p = pod('web', [{ name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'] } } } }]);
+  api.setClaim(claim('web-scratch', { ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: 'web', uid: 'uid-web', controller: true }] }));
+  api.setVolume(pv('pv1', 'web-scratch', { csi }));
+  pods.push(p);
+  await manager.start();
+  t.equal(await waitError(manager, p), 'unmounted volumes=[scratch], unattached volumes=[scratch]: volume scratch is a generic ephemeral volume, but that feature is disabled in kubelet');
+  t.same(pvPlugin.setUps, []);
+});
+
 t.test('claims whose PV no plugin serves go to the PersistentClaimPlugin, in the pod-named directory, without a second read', async (t) => {
   const { api, pods, manager, root, podsDir } = await setup(t);
   const data = join(root, 'pv-data');
