@@ -6,7 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { formatTime, type Clock, type Logger } from '@kubelet-ts/core';
 import type { ClaimVolumeStats } from '@kubelet-ts/server';
 import type { PodVolumeStats, PodVolumeStatsFunction, VolumeDirStats, VolumeStats } from '@kubelet-ts/stats';
-import type { VolumeUsageStats } from '@kubelet-ts/volume-manager';
+import { podVolumeClaim, type VolumeUsageStats } from '@kubelet-ts/volume-manager';
 
 /** The usage a volume plugin reports for a pod's mounted volumes (the volume manager's getVolumeStats). */
 export interface PluginVolumeStatsSource {
@@ -23,13 +23,11 @@ export interface PodVolumeStatsOptions {
   logger: Logger;
 }
 
-/** The claim a pod volume is backed by: a persistentVolumeClaim, or the claim of a generic ephemeral volume. */
+/** The claim a pod volume is backed by (the volume manager's podVolumeClaim: a persistentVolumeClaim, or a generic ephemeral volume's). */
 export function claimOfVolume(pod: V1Pod, volumeName: string): { name: string; namespace: string } | undefined {
   const volume = pod.spec?.volumes?.find((v) => v.name === volumeName);
-  const namespace = pod.metadata?.namespace ?? '';
-  if (volume?.persistentVolumeClaim) return { name: volume.persistentVolumeClaim.claimName, namespace };
-  if (volume?.ephemeral) return { name: `${pod.metadata?.name ?? ''}-${volume.name}`, namespace };
-  return undefined;
+  const claim = volume && podVolumeClaim(pod, volume);
+  return claim && { name: claim.claimName, namespace: pod.metadata?.namespace ?? '' };
 }
 
 export function podVolumeStatsWithPlugins(opts: PodVolumeStatsOptions): PodVolumeStatsFunction {

@@ -521,34 +521,11 @@ export class KubeletVolumeManager implements VolumeManager {
       if (podVolumeUse(pod, volume.volumeName).devices && !mounted.devicePath) {
         throw new Error(`volume ${volume.volumeName} is specified in volumeDevices, but volume plugin ${volume.plugin.name} mapped no block device for it`);
       }
-      const claim = volume.persistentVolume?.claim.metadata;
-      this.actual.markMounted({
-        uniqueName: volume.uniqueName,
-        podUid: volume.podUid,
-        volumeName: volume.volumeName,
-        pluginName: volume.plugin.name,
-        dir: volume.dir,
-        mounted,
-        reconstructed: false,
-        remountRequired: false,
-        ...(claim ? { pvcRef: { name: claim.name ?? '', namespace: claim.namespace ?? '' } } : {}),
-      });
+      this.markSetUp(volume, mounted, {});
       this.logger.v(remount ? 4 : 3).info('MountVolume.SetUp succeeded for volume', { volumeName: volume.volumeName, uniqueName: volume.uniqueName, pod: podRef(pod) });
     } catch (err) {
       if (actual) actual.remountRequired = true;
-      else if (isUncertain(err)) {
-        this.actual.markMounted({
-          uniqueName: volume.uniqueName,
-          podUid: volume.podUid,
-          volumeName: volume.volumeName,
-          pluginName: volume.plugin.name,
-          dir: volume.dir,
-          mounted: { path: volume.dir, readOnly: false, selinuxRelabel: false },
-          reconstructed: false,
-          remountRequired: true,
-          uncertain: true,
-        });
-      }
+      else if (isUncertain(err)) this.markSetUp(volume, { path: volume.dir, readOnly: false, selinuxRelabel: false }, { uncertain: true });
       // Go names the volume by its spec: a claim's PersistentVolume, else the pod's volume; a plugin error may
       // name the operation it failed in (e.g. CSI's MountVolume.MountDevice).
       const specName = volume.persistentVolume?.volume.metadata?.name ?? volume.volumeName;
@@ -557,6 +534,23 @@ export class KubeletVolumeManager implements VolumeManager {
       this.recorder.event(pod, 'Warning', KubeletEventReason.FailedMountVolume, message);
       throw err;
     }
+  }
+
+  /** Records a volume setUp left set up: for good, or uncertain (to be set up again, and torn down if the pod goes). */
+  private markSetUp(volume: VolumeToMount, mounted: MountedVolume, state: { uncertain?: true }): void {
+    const claim = volume.persistentVolume?.claim.metadata;
+    this.actual.markMounted({
+      uniqueName: volume.uniqueName,
+      podUid: volume.podUid,
+      volumeName: volume.volumeName,
+      pluginName: volume.plugin.name,
+      dir: volume.dir,
+      mounted,
+      reconstructed: false,
+      remountRequired: state.uncertain === true,
+      ...state,
+      ...(claim ? { pvcRef: { name: claim.name ?? '', namespace: claim.namespace ?? '' } } : {}),
+    });
   }
 
   private unmount(volume: ActualVolume): Promise<void> {
