@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CPU_MAX_SHARES, CPU_MIN_SHARES, isNotExist, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { nodeCgroupFs } from './cgroup-fs.js';
-import { cgroupfsName, formatCgroupName } from './cgroup-names.js';
+import { cgroupfsName, formatCgroupName, parseCgroupfsToCgroupName } from './cgroup-names.js';
 import type { CgroupDriver, CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
 
 export const DEFAULT_CGROUP_MOUNT_ROOT = '/sys/fs/cgroup';
@@ -122,6 +122,11 @@ export class CgroupfsManager implements CgroupManager {
 
   name(name: CgroupName): string {
     return cgroupfsName(name);
+  }
+
+  /** Go: CgroupName for the cgroupfs driver (ParseCgroupfsToCgroupName). */
+  cgroupName(literal: string): CgroupName {
+    return parseCgroupfsToCgroupName(literal);
   }
 
   /** v1: subsystem -> the directory its hierarchy is mounted on (a co-mounted `cpu,cpuacct` serves both). */

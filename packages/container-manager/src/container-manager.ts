@@ -193,6 +193,10 @@ class RecordingCgroupManager implements CgroupManager {
     return this.inner.name(name);
   }
 
+  cgroupName(literal: string): CgroupName {
+    return this.inner.cgroupName(literal);
+  }
+
   exists(name: CgroupName): Promise<boolean> {
     return this.inner.exists(name);
   }

@@ -313,6 +313,10 @@ export class FakeCgroupManager implements CgroupManager {
     return cgroupfsName(name);
   }
 
+  cgroupName(literal: string): CgroupName {
+    return parseCgroupfsToCgroupName(literal);
+  }
+
   /** Adds an existing cgroup (and its ancestors) without recording a create. */
   seed(name: CgroupName, resources: ResourceConfig = {}): void {
     for (let i = 0; i <= name.length; i++) if (!this.live.has(cgroupfsName(name.slice(0, i)))) this.live.set(cgroupfsName(name.slice(0, i)), {});

@@ -1,6 +1,6 @@
 // The shapes of Go's pkg/kubelet/cm/types.go: cgroup names, resource configs and the cgroup manager.
 
-/** Go: the --cgroup-driver values. Only cgroupfs is implemented. */
+/** Go: the --cgroup-driver values. */
 export type CgroupDriver = 'cgroupfs' | 'systemd';
 
 /** Legacy per-controller hierarchies (v1) or the unified hierarchy (v2). */
@@ -37,11 +37,16 @@ export interface CgroupFs {
   exists(path: string): Promise<boolean>;
 }
 
-/** Go: cm.CgroupManager, for the cgroupfs driver. */
+/** Go: cm.CgroupManager, for the cgroupfs and systemd drivers. */
 export interface CgroupManager {
   readonly version: CgroupVersion;
-  /** The literal cgroupfs name the runtime gets as cgroupParent, e.g. "/kubepods/burstable/pod<uid>". */
+  /**
+   * The literal cgroupfs name the runtime gets as cgroupParent: "/kubepods/burstable/pod<uid>" (cgroupfs),
+   * "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice" (systemd).
+   */
   name(name: CgroupName): string;
+  /** Go: CgroupManager.CgroupName: a literal cgroupfs name on the host back to a CgroupName (the inverse of name()). */
+  cgroupName(literal: string): CgroupName;
   exists(name: CgroupName): Promise<boolean>;
   /** Creates the cgroup (and its missing ancestors) and applies `resources`. */
   create(name: CgroupName, resources?: ResourceConfig): Promise<void>;
