@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import type { DependencyContainer } from 'tsyringe';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { loadClientNode, nodeReference, type Clock, type Logger } from '@kubelet-ts/core';
-import type { RemoteImageService, RemoteRuntimeService } from '@kubelet-ts/cri-client';
+import type { RemoteImageService, RemoteRuntimeService, RuntimeService } from '@kubelet-ts/cri-client';
 import type { LocalRuntime } from '@kubelet-ts/local-runtime';
 import type { PodSourceConfig } from '@kubelet-ts/pod-config';
 import type { KubeletConfig } from './config.js';
@@ -11,6 +11,7 @@ import { EMBEDDED_RUNTIME_TAINT, LOCAL_RUNTIME_ENDPOINT } from './flags.js';
 import { HealthzServer, type HealthzCheck, type KubeletMetrics } from '@kubelet-ts/server';
 import type { LogManager } from '@kubelet-ts/container-logs';
 import { startKubeletServers, type RunningServers } from './kubelet-server.js';
+import { cgroupDriverFromRuntime } from './cgroup-driver.js';
 import type { NodeHostIPs } from './host-ips.js';
 import type { ServiceLister } from './service-lister.js';
 import type { DnsConfigurer, RuntimeClassManager } from '@kubelet-ts/runtime-manager';
@@ -98,6 +99,8 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     await local.start();
     logger.info('Started the embedded local runtime: containers run as host processes without isolation', { endpoint: runtimeEndpoint(config) });
   }
+  // Go (KubeletCgroupDriverFromCRI): the runtime's cgroup driver wins over the configuration, when the runtime says.
+  config.cgroupDriver = await cgroupDriverFromRuntime(c.resolve<RuntimeService>(Tokens.RuntimeService), config.cgroupDriver, { clock, logger, signal });
   // The node's IPs for pod statuses until the API server's Node has them (and standalone, for good).
   void c.resolve<NodeHostIPs>(Tokens.HostIPs).detect();
   const sources = c.resolve<PodSourceConfig>(Tokens.PodSourceConfig);

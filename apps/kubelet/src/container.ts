@@ -52,6 +52,7 @@ import { registerServerDeps } from './kubelet-server.js';
 import { Kubelet, type ContainerGCLoop, type KubeletOptions, type PodStateProvider, type ProbeManagerLike } from './kubelet.js';
 import { instrumentImageService, instrumentRuntimeService, type KubeletMetrics } from '@kubelet-ts/server';
 import { createKubeletMetrics, plegMetricsHooks, probeMetricsHooks, volumeMetricsHook } from './metrics.js';
+import { cgroupDriverMismatchHint } from './cgroup-driver.js';
 import { DeviceManager, PodResourcesServer, podResourcesSocketPath } from '@kubelet-ts/device-manager';
 
 /**
@@ -414,6 +415,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           kubeletVersion: KUBELET_VERSION,
           // Go: the pod's cgroup is its sandbox's cgroupParent (GetPodCgroupParent).
           cgroupParentFor: (pod) => c.resolve<ContainerManager | undefined>(Tokens.ContainerManager)?.podCgroupParent(pod) ?? '',
+          sandboxErrorHint: (message) => cgroupDriverMismatchHint(message, config.cgroupDriver),
           // Go: GenerateRunContainerOptions' device options (containerManager.GetResources).
           deviceRunContainerOptionsFor: async (pod, container) =>
             withBlockVolumeDevices(

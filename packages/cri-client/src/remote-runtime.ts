@@ -158,6 +158,10 @@ export class RemoteRuntimeService implements RuntimeService {
     await this.caller.unary('UpdateRuntimeConfig', { runtimeConfig }, undefined, options);
   }
 
+  runtimeConfig(options?: CallOptions): Promise<api.RuntimeConfigResponse> {
+    return this.caller.unary('RuntimeConfig', {}, undefined, options);
+  }
+
   status(verbose = false, options?: CallOptions): Promise<api.StatusResponse> {
     return this.caller.unary('Status', { verbose }, undefined, options);
   }

@@ -5,6 +5,9 @@ export type { AttachResponse__Output as AttachResponse, AttachResponse as Attach
 export type { AuthConfig__Output as AuthConfig, AuthConfig as AuthConfigInit } from './generated/runtime/v1/AuthConfig.js';
 export type { CDIDevice__Output as CDIDevice, CDIDevice as CDIDeviceInit } from './generated/runtime/v1/CDIDevice.js';
 export type { Capability__Output as Capability, Capability as CapabilityInit } from './generated/runtime/v1/Capability.js';
+import { CgroupDriver as CgroupDriverEnum, type CgroupDriver__Output } from './generated/runtime/v1/CgroupDriver.js';
+export const CgroupDriver = CgroupDriverEnum;
+export type CgroupDriver = CgroupDriver__Output;
 export type { Container__Output as Container, Container as ContainerInit } from './generated/runtime/v1/Container.js';
 export type { ContainerAttributes__Output as ContainerAttributes, ContainerAttributes as ContainerAttributesInit } from './generated/runtime/v1/ContainerAttributes.js';
 export type { ContainerConfig__Output as ContainerConfig, ContainerConfig as ContainerConfigInit } from './generated/runtime/v1/ContainerConfig.js';
@@ -57,6 +60,7 @@ export type { LinuxContainerUser__Output as LinuxContainerUser, LinuxContainerUs
 export type { LinuxPodSandboxConfig__Output as LinuxPodSandboxConfig, LinuxPodSandboxConfig as LinuxPodSandboxConfigInit } from './generated/runtime/v1/LinuxPodSandboxConfig.js';
 export type { LinuxPodSandboxStats__Output as LinuxPodSandboxStats, LinuxPodSandboxStats as LinuxPodSandboxStatsInit } from './generated/runtime/v1/LinuxPodSandboxStats.js';
 export type { LinuxPodSandboxStatus__Output as LinuxPodSandboxStatus, LinuxPodSandboxStatus as LinuxPodSandboxStatusInit } from './generated/runtime/v1/LinuxPodSandboxStatus.js';
+export type { LinuxRuntimeConfiguration__Output as LinuxRuntimeConfiguration, LinuxRuntimeConfiguration as LinuxRuntimeConfigurationInit } from './generated/runtime/v1/LinuxRuntimeConfiguration.js';
 export type { LinuxSandboxSecurityContext__Output as LinuxSandboxSecurityContext, LinuxSandboxSecurityContext as LinuxSandboxSecurityContextInit } from './generated/runtime/v1/LinuxSandboxSecurityContext.js';
 export type { ListContainerStatsRequest__Output as ListContainerStatsRequest, ListContainerStatsRequest as ListContainerStatsRequestInit } from './generated/runtime/v1/ListContainerStatsRequest.js';
 export type { ListContainerStatsResponse__Output as ListContainerStatsResponse, ListContainerStatsResponse as ListContainerStatsResponseInit } from './generated/runtime/v1/ListContainerStatsResponse.js';
@@ -120,6 +124,8 @@ export type { RunPodSandboxRequest__Output as RunPodSandboxRequest, RunPodSandbo
 export type { RunPodSandboxResponse__Output as RunPodSandboxResponse, RunPodSandboxResponse as RunPodSandboxResponseInit } from './generated/runtime/v1/RunPodSandboxResponse.js';
 export type { RuntimeCondition__Output as RuntimeCondition, RuntimeCondition as RuntimeConditionInit } from './generated/runtime/v1/RuntimeCondition.js';
 export type { RuntimeConfig__Output as RuntimeConfig, RuntimeConfig as RuntimeConfigInit } from './generated/runtime/v1/RuntimeConfig.js';
+export type { RuntimeConfigRequest__Output as RuntimeConfigRequest, RuntimeConfigRequest as RuntimeConfigRequestInit } from './generated/runtime/v1/RuntimeConfigRequest.js';
+export type { RuntimeConfigResponse__Output as RuntimeConfigResponse, RuntimeConfigResponse as RuntimeConfigResponseInit } from './generated/runtime/v1/RuntimeConfigResponse.js';
 export type { RuntimeFeatures__Output as RuntimeFeatures, RuntimeFeatures as RuntimeFeaturesInit } from './generated/runtime/v1/RuntimeFeatures.js';
 export type { RuntimeHandler__Output as RuntimeHandler, RuntimeHandler as RuntimeHandlerInit } from './generated/runtime/v1/RuntimeHandler.js';
 export type { RuntimeHandlerFeatures__Output as RuntimeHandlerFeatures, RuntimeHandlerFeatures as RuntimeHandlerFeaturesInit } from './generated/runtime/v1/RuntimeHandlerFeatures.js';

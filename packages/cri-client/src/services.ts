@@ -57,6 +57,11 @@ export interface RuntimeService {
   listPodSandboxStats(filter?: api.PodSandboxStatsFilterInit, options?: CallOptions): Promise<api.PodSandboxStats[]>;
 
   updateRuntimeConfig(runtimeConfig: api.RuntimeConfigInit, options?: CallOptions): Promise<void>;
+  /**
+   * The runtime's own configuration the kubelet follows (its cgroup driver). A runtime before the RPC
+   * (containerd 1.6) fails with UnimplementedError, and the kubelet keeps its configured driver.
+   */
+  runtimeConfig(options?: CallOptions): Promise<api.RuntimeConfigResponse>;
   status(verbose?: boolean, options?: CallOptions): Promise<api.StatusResponse>;
 
   /**

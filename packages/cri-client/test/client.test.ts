@@ -60,6 +60,7 @@ t.test('client against a real gRPC server on a unix socket', async (t) => {
       call.write({ containerId: 'c1', containerEventType: 'CONTAINER_STOPPED_EVENT', createdAt: 6 });
       call.end();
     },
+    RuntimeConfig: (_call, callback) => callback(null, { linux: { cgroupDriver: 'CGROUPFS' } }),
     ImageStatus: (_call, callback) => callback(null, {}),
     PullImage: (call, callback) => callback(null, { imageRef: `sha256:${call.request.image.image.length}` }),
   });
@@ -91,6 +92,10 @@ t.test('client against a real gRPC server on a unix socket', async (t) => {
     const unimplemented = await runtime.stopPodSandbox('s1').catch((e: unknown) => e);
     t.type(unimplemented, UnimplementedError);
     t.match((unimplemented as Error).message, /RuntimeService\/StopPodSandbox for pod sandbox "s1"/);
+  });
+
+  t.test('RuntimeConfig: the runtime names its cgroup driver (SYSTEMD is the proto3 default, an empty answer)', async (t) => {
+    t.same(await runtime.runtimeConfig(), { linux: { cgroupDriver: 'CGROUPFS' } });
   });
 
   t.test('deadline: a call that gets no answer fails with DeadlineExceededError', async (t) => {

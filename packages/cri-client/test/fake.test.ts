@@ -83,3 +83,13 @@ t.test('FakeImageService: pull, status, list, remove, unpullable images and fs i
   await images.removeImage({ image: 'big:1' });
   t.same((await images.listImages()).map((i) => i.id), [ref]);
 });
+
+t.test('FakeRuntimeService: RuntimeConfig is Unimplemented (containerd 1.6) until a cgroup driver is set', async (t) => {
+  const runtime = new FakeRuntimeService(clock);
+  const error = await runtime.runtimeConfig().catch((e: unknown) => e);
+  t.type(error, UnimplementedError);
+  t.match((error as Error).message, 'RuntimeService/RuntimeConfig failed: rpc error: code = Unimplemented');
+  runtime.cgroupDriver = 'SYSTEMD';
+  t.same(await runtime.runtimeConfig(), { linux: { cgroupDriver: 'SYSTEMD' } });
+  t.same(runtime.calls.filter((c) => c.method === 'runtimeConfig').length, 2, 'both calls recorded');
+});

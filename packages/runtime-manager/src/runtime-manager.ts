@@ -150,6 +150,11 @@ export interface GenericRuntimeManagerOptions {
   services?: ServiceSource;
   /** The pod's cgroup parent. Default: '' (the runtime's default). */
   cgroupParentFor?: (pod: V1Pod) => string;
+  /**
+   * A fix to name next to a sandbox the runtime refused, given the error's message, or undefined. The kubelet
+   * uses it for a runtime whose cgroup driver differs from its own. Default: none.
+   */
+  sandboxErrorHint?: (message: string) => string | undefined;
   /** The node's IPs for status.hostIP(s) in the downward API. Default: the pod's status. */
   hostIPs?: () => string[];
   /** Node allocatable for resourceFieldRef without limits. Default: this machine's CPUs and memory. */
@@ -621,10 +626,12 @@ export class GenericRuntimeManager implements ContainerRuntime {
           log.v(4).info('Pod was deleted and sandbox failed to be created');
           return result;
         }
+        const hint = this.opts.sandboxErrorHint?.(errorMessage(created.error));
+        const withHint = (message: string) => (hint ? `${message}: ${hint}` : message);
         createResult.error = 'CreatePodSandboxError';
-        createResult.message = created.message;
-        log.error('CreatePodSandbox for pod failed', created.error);
-        this.event(pod, 'Warning', KubeletEventReason.FailedCreatePodSandBox, `Failed to create pod sandbox: ${errorMessage(created.error)}`);
+        createResult.message = withHint(created.message);
+        log.error('CreatePodSandbox for pod failed', created.error, hint ? { hint } : undefined);
+        this.event(pod, 'Warning', KubeletEventReason.FailedCreatePodSandBox, withHint(`Failed to create pod sandbox: ${errorMessage(created.error)}`));
         return result;
       }
       sandboxId = created.id;

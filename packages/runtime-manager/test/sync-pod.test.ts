@@ -287,6 +287,22 @@ t.test('a sandbox failure is CreatePodSandboxError and stops the sync', async (t
   t.ok(recorder.events.some((e) => e.reason === 'FailedCreatePodSandBox'));
 });
 
+t.test('a sandbox refused for a reason the kubelet can explain gets the fix in its event and result', async (t) => {
+  const runcSays = 'failed to create containerd task: OCI runtime create failed: expected cgroupsPath to be of format "slice:prefix:name" for systemd cgroups, got "/kubepods/besteffort/poduid-1/abc" instead';
+  const { manager, runtime, backoff, recorder } = setup({
+    sandboxErrorHint: (message) => (message.includes('slice:prefix:name') ? 'set cgroupDriver: systemd' : undefined),
+  });
+  runtime.injectError('runPodSandbox', new Error(runcSays));
+  const result = await manager.syncPod(makePod(), await manager.getPodStatus('uid-1', 'web', 'default'), [], backoff);
+  const create = result.syncResults.find((r) => r.action === 'CreatePodSandbox')!;
+  t.equal(create.message, `Failed to create sandbox for pod "web_default(uid-1)": ${runcSays}: set cgroupDriver: systemd`);
+  t.ok(recorder.events.some((e) => e.reason === 'FailedCreatePodSandBox' && e.message === `Failed to create pod sandbox: ${runcSays}: set cgroupDriver: systemd`));
+
+  runtime.injectError('runPodSandbox', 'Unavailable');
+  const other = await manager.syncPod(makePod(), await manager.getPodStatus('uid-1', 'web', 'default'), [], backoff);
+  t.notMatch(other.syncResults.find((r) => r.action === 'CreatePodSandbox')!.message, /cgroupDriver/, 'no hint for other failures');
+});
+
 t.test('configMap references without a source are CreateContainerConfigError; with one they resolve', async (t) => {
   const pod = makePod({ containers: [{ name: 'app', env: [{ name: 'K', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'k' } } }] }] });
   {

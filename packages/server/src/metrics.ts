@@ -783,6 +783,7 @@ export const RUNTIME_SERVICE_OPERATIONS: Readonly<Record<keyof RuntimeService, s
   podSandboxStats: 'podsandbox_stats',
   listPodSandboxStats: 'list_podsandbox_stats',
   updateRuntimeConfig: 'update_runtime_config',
+  runtimeConfig: 'runtime_config',
   getContainerEvents: 'get_container_events',
 };
 

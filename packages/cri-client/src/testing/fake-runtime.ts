@@ -229,6 +229,11 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
   ];
   versionResponse: api.VersionResponse = { version: '0.1.0', runtimeName: 'fakeRuntime', runtimeVersion: '0.1.0', runtimeApiVersion: 'v1' };
   podCidr = '';
+  /**
+   * What RuntimeConfig answers: a cgroup driver, or undefined (the default) for a runtime without the RPC,
+   * which fails with Unimplemented as containerd 1.6 does.
+   */
+  cgroupDriver: api.CgroupDriver | undefined = undefined;
   /** The IP new pod-network sandboxes get; host-network ones get none. */
   podSandboxIp = '192.168.192.168';
   private readonly eventStreams = new Set<{ push(event: api.ContainerEventResponse): void; end(): void }>();
@@ -591,6 +596,12 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
   async updateRuntimeConfig(runtimeConfig: api.RuntimeConfigInit, options?: CallOptions): Promise<void> {
     this.record('updateRuntimeConfig', [runtimeConfig], options);
     this.podCidr = runtimeConfig.networkConfig?.podCidr ?? '';
+  }
+
+  async runtimeConfig(options?: CallOptions): Promise<api.RuntimeConfigResponse> {
+    this.record('runtimeConfig', [], options);
+    if (this.cgroupDriver === undefined) throw criError({ rpc: 'RuntimeService/RuntimeConfig', code: 'Unimplemented', details: 'unknown method RuntimeConfig for service runtime.v1.RuntimeService' });
+    return { linux: { cgroupDriver: this.cgroupDriver } };
   }
 
   async status(verbose = false, options?: CallOptions): Promise<api.StatusResponse> {
