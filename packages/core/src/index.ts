@@ -30,3 +30,4 @@ export * from './qos.js';
 export * from './x509.js';
 export * from './api-serializer.js';
 export * from './client-node.js';
+export * from './dbus.js';

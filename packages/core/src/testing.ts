@@ -313,3 +313,4 @@ export function captureStderr(host: { teardown(fn: () => void): void }): { chunk
   host.teardown(restore);
   return { chunks: () => [...chunks], lines: () => chunks.join('').split('\n').filter((l) => l !== ''), restore };
 }
+export { startPrivateBus, type PrivateBus, type PrivateBusOptions } from './testing-dbus.js';

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { defaultLogger, type Logger } from '@kubelet-ts/core';
-import { busSocketPath, systemBusAddress } from './dbus.js';
+import { busSocketPath, defaultLogger, systemBusAddress, type Logger } from '@kubelet-ts/core';
 import { FirstAvailableShutdownTrigger, LogindShutdownTrigger } from './logind.js';
 import { SignalShutdownTrigger } from './signal-trigger.js';
 import type { ShutdownTrigger } from './trigger.js';

@@ -24,5 +24,6 @@ export {
   type InhibitLock,
   type LogindShutdownTriggerOptions,
 } from './logind.js';
-export { DBusConnection, DBusError, MessageType, busSocketPath, decodeMessage, encodeMessage, splitSignature, messageLength, systemBusAddress, type DBusMessage, type DBusValue, type DBusVariant, type MethodCall } from './dbus.js';
+/** The D-Bus client, moved to @kubelet-ts/core; re-exported here as before. */
+export { DBusConnection, DBusError, MessageType, busSocketPath, decodeMessage, encodeMessage, splitSignature, messageLength, systemBusAddress, type DBusMessage, type DBusValue, type DBusVariant, type MethodCall } from '@kubelet-ts/core';
 export { defaultShutdownTrigger } from './default-trigger.js';

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatDuration, defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
-import { DBusConnection, systemBusAddress, type DBusMessage } from './dbus.js';
+import { DBusConnection, formatDuration, defaultLogger, realClock, systemBusAddress, type Clock, type DBusMessage, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import type { ShutdownTrigger } from './trigger.js';
 
 const LOGIND_SERVICE = 'org.freedesktop.login1';

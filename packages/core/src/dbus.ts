@@ -1,5 +1,5 @@
 // A small D-Bus client (the wire protocol of the D-Bus specification): SASL EXTERNAL authentication, method
-// calls and their replies, and signals, over a unix socket. Enough for logind; no unix fd passing (Node's
+// calls and their replies, and signals, over a unix socket. Enough for logind and systemd's Manager; no unix fd passing (Node's
 // net.Socket cannot receive SCM_RIGHTS), so methods answering with a file descriptor ("h") are out of reach.
 import { connect, type Socket } from 'node:net';
 
@@ -452,6 +452,15 @@ export class DBusConnection {
       throw error;
     }
     return () => this.signalHandlers.delete(handler);
+  }
+
+  /**
+   * org.freedesktop.DBus.RequestName: asks the bus for a well-known name; resolves with the bus's answer (1 primary
+   * owner, 2 in queue, 3 exists, 4 already owner).
+   */
+  async requestName(name: string, flags = 0): Promise<number> {
+    const reply = await this.call({ destination: 'org.freedesktop.DBus', path: '/org/freedesktop/DBus', interface: 'org.freedesktop.DBus', member: 'RequestName', signature: 'su', body: [name, flags] });
+    return reply.body[0] as number;
   }
 
   emitSignal(path: string, iface: string, member: string, signature: string, body: DBusValue[]): void {
