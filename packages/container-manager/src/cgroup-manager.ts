@@ -90,6 +90,81 @@ export function createCgroupManagerSync(opts: { driver: CgroupDriver; mountRoot?
   return new CgroupfsManager({ ...opts, version, mountRoot });
 }
 
+/** A cgroup's OOM counters (v2 memory.events; v1 has only oomKill). */
+export interface MemoryEvents {
+  /** Times the cgroup was reclaimed below memory.low. */
+  low?: number;
+  /** Times processes were throttled for exceeding memory.high. */
+  high?: number;
+  /** Times the usage was about to go over memory.max. */
+  max?: number;
+  /** Times the cgroup's limit was hit and the OOM killer was about to run. */
+  oom?: number;
+  /** Processes the OOM killer killed. */
+  oomKill: number;
+  /** Times a whole memory.oom.group was killed (Linux 5.17+). */
+  oomGroupKill?: number;
+}
+
+/** One line of a PSI file: the share of wall time stalled (percent) over 10, 60 and 300 s, and the total in µs. */
+export interface PsiData {
+  avg10: number;
+  avg60: number;
+  avg300: number;
+  total: number;
+}
+
+/** A PSI file: `some` (at least one task stalled) and `full` (all non-idle tasks stalled; absent on old kernels for cpu). */
+export interface PsiStats {
+  some: PsiData;
+  full?: PsiData;
+}
+
+/** A cgroup's cpu.pressure, memory.pressure and io.pressure. */
+export interface PressureStats {
+  cpu?: PsiStats;
+  memory?: PsiStats;
+  io?: PsiStats;
+}
+
+/** A flat-keyed cgroup file ("key value" lines) as numbers; a malformed line is an error naming the file. */
+function parseFlatKeyed(text: string, file: string): Record<string, number> {
+  const fields: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const m = /^(\S+) (\d+)$/.exec(line.trim());
+    if (!m) throw new Error(`unable to parse ${JSON.stringify(line)} in ${JSON.stringify(file)}: want "<key> <value>"`);
+    fields[m[1]] = Number(m[2]);
+  }
+  return fields;
+}
+
+/** Parses v2 memory.events (`low N`, `high N`, `max N`, `oom N`, `oom_kill N`, `oom_group_kill N`; unknown keys ignored). */
+export function parseMemoryEvents(text: string, file = 'memory.events'): MemoryEvents {
+  const f = parseFlatKeyed(text, file);
+  if (f.oom_kill === undefined) throw new Error(`no oom_kill in ${JSON.stringify(file)}: ${JSON.stringify(text)}`);
+  const events: MemoryEvents = { oomKill: f.oom_kill };
+  if (f.low !== undefined) events.low = f.low;
+  if (f.high !== undefined) events.high = f.high;
+  if (f.max !== undefined) events.max = f.max;
+  if (f.oom !== undefined) events.oom = f.oom;
+  if (f.oom_group_kill !== undefined) events.oomGroupKill = f.oom_group_kill;
+  return events;
+}
+
+/** Parses a PSI file: `some avg10=0.00 avg60=0.00 avg300=0.00 total=0` and optionally the same for `full`. */
+export function parsePsi(text: string, file = 'pressure'): PsiStats {
+  const lines: Partial<Record<'some' | 'full', PsiData>> = {};
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const m = /^(some|full) avg10=(\d+\.\d+) avg60=(\d+\.\d+) avg300=(\d+\.\d+) total=(\d+)$/.exec(line.trim());
+    if (!m) throw new Error(`unable to parse ${JSON.stringify(line)} in ${JSON.stringify(file)}: want "some|full avg10=<f> avg60=<f> avg300=<f> total=<n>"`);
+    lines[m[1] as 'some' | 'full'] = { avg10: Number(m[2]), avg60: Number(m[3]), avg300: Number(m[4]), total: Number(m[5]) };
+  }
+  if (!lines.some) throw new Error(`no "some" line in ${JSON.stringify(file)}: ${JSON.stringify(text)}`);
+  return lines.full ? { some: lines.some, full: lines.full } : { some: lines.some };
+}
+
 /** The cgroup's directory below a hierarchy's mount (the mount itself for the root). */
 function cgroupDir(mount: string, name: CgroupName): string {
   return name.length === 0 ? mount : join(mount, ...name);
@@ -261,21 +336,58 @@ export class CgroupfsManager implements CgroupManager {
     return V2_SUPPORTED_CONTROLLERS.filter((c) => available.includes(c));
   }
 
-  /** `+cpu +memory ...` in a cgroup's cgroup.subtree_control; one at a time when all at once fails (runc). */
+  /**
+   * `+cpu +memory ...` in a cgroup's cgroup.subtree_control. The kernel applies such a write all or nothing, so when
+   * it fails the controllers are tried one at a time (runc CreateCgroupPath); the first one the kernel still refuses
+   * fails the create, with the file, the controller and why: ENOENT when the cgroup does not have the controller
+   * (its parent does not enable it), EBUSY when the cgroup has processes of its own (no internal processes).
+   */
   private async enableControllers(dir: string, controllers: string[]): Promise<void> {
-    if (controllers.length === 0) return;
     const file = join(dir, 'cgroup.subtree_control');
+    let enabled: string[] = [];
     try {
-      await this.fs.writeFile(file, controllers.map((c) => `+${c}`).join(' '));
+      enabled = (await this.fs.readFile(file)).split(/\s+/).filter(Boolean);
     } catch {
-      for (const controller of controllers) {
-        try {
-          await this.fs.writeFile(file, `+${controller}`);
-        } catch (err) {
-          throw new Error(`failed to enable controllers on ${JSON.stringify(dir)}: ${errorMessage(err)}`, { cause: err });
-        }
+      // Written below: its error names the file.
+    }
+    const missing = controllers.filter((c) => !enabled.includes(c));
+    if (missing.length === 0) return;
+    try {
+      await this.fs.writeFile(file, missing.map((c) => `+${c}`).join(' '));
+      return;
+    } catch (err) {
+      this.logger.v(4).info('Enabling the controllers all at once failed, trying one at a time', { path: file, err: errorMessage(err) });
+    }
+    for (const controller of missing) {
+      try {
+        await this.fs.writeFile(file, `+${controller}`);
+      } catch (err) {
+        const why = await this.whyNotEnabled(dir, controller, err);
+        throw Object.assign(
+          new Error(`failed to enable controllers on ${JSON.stringify(dir)}: write "+${controller}" to ${JSON.stringify(file)}: ${errorMessage(err)}${why}`, { cause: err }),
+          { code: (err as { code?: unknown }).code },
+        );
       }
     }
+  }
+
+  /** The kernel's reason for refusing "+controller" in a cgroup's subtree_control, read from the cgroup. */
+  private async whyNotEnabled(dir: string, controller: string, err: unknown): Promise<string> {
+    try {
+      if (hasCode(err, 'ENOENT')) {
+        const have = (await this.fs.readFile(join(dir, 'cgroup.controllers'))).trim();
+        return ` (the cgroup's cgroup.controllers is ${JSON.stringify(have)}: its parent does not enable ${controller})`;
+      }
+      if (hasCode(err, 'EBUSY')) {
+        const procs = (await this.fs.readFile(join(dir, 'cgroup.procs'))).split('\n').filter(Boolean);
+        if (procs.length > 0) {
+          return ` (the cgroup has processes of its own: ${procs.slice(0, 5).join(' ')}${procs.length > 5 ? ' ...' : ''}; cgroup v2 allows no processes in a cgroup that enables controllers for its children)`;
+        }
+      }
+    } catch {
+      // The reason is a courtesy: the error itself names the file.
+    }
+    return '';
   }
 
   private async write(dir: string, file: string, data: string): Promise<void> {
@@ -378,7 +490,10 @@ export class CgroupfsManager implements CgroupManager {
     }
   }
 
-  /** libcontainer RemovePaths: up to 5 passes over the paths, 10 ms then doubling between them. */
+  /**
+   * libcontainer RemovePaths: up to 5 passes over the paths, 10 ms then doubling between them. On v2 a pass skips
+   * the rmdir while cgroup.events says `populated 1` (the kernel would refuse it with EBUSY).
+   */
   async destroy(name: CgroupName): Promise<void> {
     const remaining = await this.paths(name);
     let delay = 10;
@@ -390,6 +505,10 @@ export class CgroupfsManager implements CgroupManager {
       }
       for (const [subsystem, path] of [...remaining]) {
         try {
+          if (this.version === 'v2' && (await this.populated(path))) {
+            lastError = new Error(`${JSON.stringify(join(path, 'cgroup.events'))} says populated 1: processes are still in the cgroup or below it`);
+            continue;
+          }
           await this.removeAll(path);
           remaining.delete(subsystem);
         } catch (err) {
@@ -403,6 +522,95 @@ export class CgroupfsManager implements CgroupManager {
         ? errorMessage(lastError)
         : `Failed to remove paths: map[${[...remaining].sort(([a], [b]) => a.localeCompare(b)).map(([s, p]) => `${s}:${p}`).join(' ')}]`;
     throw new Error(`unable to destroy cgroup paths for cgroup ${formatCgroupName(name)} : ${detail}`, { cause: lastError });
+  }
+
+  /** v2: whether cgroup.events says `populated 1`; a cgroup that is gone is not populated. */
+  private async populated(dir: string): Promise<boolean> {
+    const file = join(dir, 'cgroup.events');
+    let text: string;
+    try {
+      text = await this.fs.readFile(file);
+    } catch (err) {
+      if (isNotExist(err) && !(await this.fs.exists(dir))) return false;
+      throw new Error(`failed to read ${JSON.stringify(file)}: ${errorMessage(err)}`, { cause: err });
+    }
+    const m = /^populated ([01])$/m.exec(text);
+    if (!m) throw new Error(`no "populated 0|1" line in ${JSON.stringify(file)}: ${JSON.stringify(text)}`);
+    return m[1] === '1';
+  }
+
+  /**
+   * cgroup v2 with cgroup.kill (Linux 5.14+): writes "1" to it, which SIGKILLs every process in the cgroup and
+   * below it, then polls cgroup.events until `populated 0` (5 looks, 10 ms doubling between them, as libcontainer
+   * bounds its RemovePaths); true once empty, an error naming the file when it stays populated. false without
+   * cgroup.kill (v1, older kernels, the v2 root), for the caller to kill the pids one by one.
+   */
+  async killAllProcesses(name: CgroupName): Promise<boolean> {
+    if (this.version !== 'v2') return false;
+    const dir = this.unifiedPath(name);
+    if (!(await this.fs.exists(join(dir, 'cgroup.kill')))) return false;
+    await this.write(dir, 'cgroup.kill', '1');
+    let delay = 10;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (attempt > 0) {
+        await this.clock.sleep(delay);
+        delay *= 2;
+      }
+      if (!(await this.populated(dir))) return true;
+    }
+    throw new Error(`cgroup ${formatCgroupName(name)} still has processes after writing "1" to ${JSON.stringify(join(dir, 'cgroup.kill'))}: ${JSON.stringify(join(dir, 'cgroup.events'))} says populated 1`);
+  }
+
+  /**
+   * The cgroup's OOM counters: v2 memory.events (hierarchical: the cgroup and everything below it); v1 the
+   * `oom_kill` field of memory.oom_control (Linux 4.13+; the cgroup's own kills). undefined when the cgroup, its
+   * memory controller or the counter is absent.
+   */
+  async memoryEvents(name: CgroupName): Promise<MemoryEvents | undefined> {
+    let file: string;
+    if (this.version === 'v2') {
+      file = join(this.unifiedPath(name), 'memory.events');
+    } else {
+      const mount = (await this.subsystemMounts()).get('memory');
+      if (mount === undefined) return undefined;
+      file = join(cgroupDir(mount, name), 'memory.oom_control');
+    }
+    let text: string;
+    try {
+      text = await this.fs.readFile(file);
+    } catch (err) {
+      if (isNotExist(err)) return undefined;
+      throw new Error(`failed to read ${JSON.stringify(file)}: ${errorMessage(err)}`, { cause: err });
+    }
+    if (this.version === 'v1') {
+      const fields = parseFlatKeyed(text, file);
+      return fields.oom_kill === undefined ? undefined : { oomKill: fields.oom_kill };
+    }
+    return parseMemoryEvents(text, file);
+  }
+
+  /**
+   * The cgroup's pressure stall information (v2 cpu.pressure, memory.pressure, io.pressure). undefined on v1 and
+   * when the kernel has no PSI; a resource whose file is absent is left out.
+   */
+  async pressure(name: CgroupName): Promise<PressureStats | undefined> {
+    if (this.version !== 'v2') return undefined;
+    const dir = this.unifiedPath(name);
+    const stats: PressureStats = {};
+    let found = false;
+    for (const resource of ['cpu', 'memory', 'io'] as const) {
+      const file = join(dir, `${resource}.pressure`);
+      let text: string;
+      try {
+        text = await this.fs.readFile(file);
+      } catch (err) {
+        if (isNotExist(err)) continue;
+        throw new Error(`failed to read ${JSON.stringify(file)}: ${errorMessage(err)}`, { cause: err });
+      }
+      stats[resource] = parsePsi(text, file);
+      found = true;
+    }
+    return found ? stats : undefined;
   }
 
   /** Go: Pids: every process in the cgroup or below it, in any hierarchy, sorted. */

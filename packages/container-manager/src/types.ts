@@ -58,6 +58,12 @@ export interface CgroupManager {
   memoryUsageBytes(name: CgroupName): Promise<number>;
   /** The names of the cgroup's child cgroups (in any v1 hierarchy), sorted; [] when it does not exist. */
   listChildren(name: CgroupName): Promise<string[]>;
+  /**
+   * cgroup v2 with cgroup.kill (Linux 5.14+): kills every process in the cgroup and below it at once and waits until
+   * cgroup.events says `populated 0`; true when done. false when the kernel has no cgroup.kill (v1, older kernels):
+   * the caller then signals the pids one by one, as Go's killOnePid does.
+   */
+  killAllProcesses(name: CgroupName): Promise<boolean>;
 }
 
 /** Go: cm.QOSContainersInfo: the parents of the pod cgroups per QoS class. */

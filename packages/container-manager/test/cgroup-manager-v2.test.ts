@@ -56,7 +56,10 @@ t.test('exists needs the supported controllers enabled for the cgroup', async (t
 t.test('a controller the parent cannot enable fails with Go\'s message, and a failed create leaves nothing behind', async (t) => {
   const { fs, cm } = setup();
   fs.injectError('writeFile', `${CG}/kubepods/cgroup.subtree_control`, 'EBUSY');
-  await t.rejects(cm.create(['kubepods', 'pod1']), { message: `failed to enable controllers on "${CG}/kubepods": EBUSY: resource busy or locked, open '${CG}/kubepods/cgroup.subtree_control'` });
+  await t.rejects(cm.create(['kubepods', 'pod1']), {
+    message: `failed to enable controllers on "${CG}/kubepods": write "+cpu" to "${CG}/kubepods/cgroup.subtree_control": EBUSY: resource busy or locked, open '${CG}/kubepods/cgroup.subtree_control'`,
+    code: 'EBUSY',
+  });
   t.notOk(fs.isDir(`${CG}/kubepods`), 'the directories it made are removed');
   fs.clearErrors();
   fs.injectError('writeFile', `${CG}/cgroup.subtree_control`, 'EINVAL', 1);
@@ -71,7 +74,9 @@ t.test('a controller the parent cannot enable fails with Go\'s message, and a fa
 t.test('destroy removes the subtree children first; pids and memory.current', async (t) => {
   const { fs, clock, cm } = setup();
   await cm.create(['kubepods', 'pod1', 'c1']);
-  fs.addProcess(`${CG}/kubepods/pod1`, 5);
+  await cm.create(['kubepods', 'pod1', 'c2']);
+  t.throws(() => fs.addProcess(`${CG}/kubepods/pod1`, 5), { code: 'EBUSY' }, 'no process in a cgroup that enables controllers for its children');
+  fs.addProcess(`${CG}/kubepods/pod1/c2`, 5);
   fs.addProcess(`${CG}/kubepods/pod1/c1`, 3);
   t.same(await cm.pids(['kubepods', 'pod1']), [3, 5]);
   fs.setFile(`${CG}/kubepods/memory.current`, '8192');
@@ -79,7 +84,9 @@ t.test('destroy removes the subtree children first; pids and memory.current', as
   t.same(await cm.listChildren(['kubepods']), ['pod1']);
 
   const busy = cm.destroy(['kubepods', 'pod1']);
-  const rejected = t.rejects(busy, { message: `unable to destroy cgroup paths for cgroup [kubepods pod1] : EBUSY: resource busy or locked, rmdir '${CG}/kubepods/pod1/c1'` });
+  const rejected = t.rejects(busy, {
+    message: `unable to destroy cgroup paths for cgroup [kubepods pod1] : "${CG}/kubepods/pod1/cgroup.events" says populated 1: processes are still in the cgroup or below it`,
+  });
   await clock.advance(200);
   await rejected;
   fs.removeProcess(3);
