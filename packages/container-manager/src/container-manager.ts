@@ -1,5 +1,6 @@
 // Go: pkg/kubelet/cm/container_manager_linux.go (setupNode, Start), node_container_manager_linux.go (node
-// allocatable) and qos_container_manager_linux.go (the QoS cgroups and their periodic update), cgroupfs only.
+// allocatable) and qos_container_manager_linux.go (the QoS cgroups and their periodic update), on the cgroupfs
+// and systemd drivers.
 import type { V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import {
   CPU_MIN_SHARES,
@@ -16,8 +17,10 @@ import {
   type Logger,
   type TimerHandle,
 } from '@kubelet-ts/core';
-import { createCgroupManagerSync, SYSTEMD_DRIVER_UNSUPPORTED } from './cgroup-manager.js';
+import { createCgroupManagerSync } from './cgroup-manager.js';
 import { aggregateMessage, cgroupfsName, formatCgroupName, newCgroupName, parseCgroupfsToCgroupName, quoteCgroupName } from './cgroup-names.js';
+import { createSystemdCgroupManagerSync } from './systemd-cgroup-manager.js';
+import type { SystemdUnitManager } from './systemd-units.js';
 import { NoopPodContainerManager, PodContainerManager, type KillProcess, type PodCgroupManager } from './pod-container-manager.js';
 import { podRequestsAndLimits } from './resources.js';
 import { setupKernelTunables, type KernelTunablesOptions } from './kernel-tunables.js';
@@ -45,13 +48,16 @@ export interface ContainerManagerOptions {
   cgroupsPerQOS?: boolean;
   /** --cgroup-root; default '/'. */
   cgroupRoot?: string;
-  /** --cgroup-driver; default 'cgroupfs' (systemd is rejected by start()). */
+  /** --cgroup-driver; default 'cgroupfs'. 'systemd' needs `systemdUnits` (or a `cgroupManager`). */
   cgroupDriver?: CgroupDriver;
   /** --enforce-node-allocatable; default ['pods'] (with cgroupsPerQOS; [] without). */
   enforceNodeAllocatable?: string[];
-  /** --system-reserved-cgroup (a cgroupfs name such as /system.slice). */
+  /**
+   * --system-reserved-cgroup, read as the driver reads a literal name (Go: cgroupManager.CgroupName): "/system.slice"
+   * is ['system.slice'] on cgroupfs and ['system'] (the unit system.slice) on systemd.
+   */
   systemReservedCgroup?: string;
-  /** --kube-reserved-cgroup. */
+  /** --kube-reserved-cgroup, read as systemReservedCgroup is. */
   kubeReservedCgroup?: string;
   /** --system-reserved: resource name -> quantity, e.g. { cpu: '200m', memory: '500Mi', pid: '1000' }. */
   systemReserved?: Record<string, string>;
@@ -64,8 +70,13 @@ export interface ContainerManagerOptions {
   cpuCfsQuotaPeriodUs?: number;
   /** --pod-max-pids; default -1 (unlimited). */
   podPidsLimit?: number;
-  /** Default: createCgroupManager for the driver on /sys/fs/cgroup (version detected). */
+  /** Default: the driver's manager on /sys/fs/cgroup (version detected). */
   cgroupManager?: CgroupManager;
+  /**
+   * The systemd driver's connection to systemd (org.freedesktop.systemd1.Manager, e.g. SystemdDbusUnitManager on
+   * the system bus): with cgroupDriver 'systemd' and no cgroupManager, a SystemdCgroupManager is built on it.
+   */
+  systemdUnits?: SystemdUnitManager;
   /** How processes left in a pod cgroup are killed before it is removed; default SIGKILL. */
   killProcess?: KillProcess;
   /** Node events SuccessfulNodeAllocatableEnforcement / FailedNodeAllocatableEnforcement. */
@@ -112,6 +123,10 @@ export interface ContainerManagerStatus {
 }
 
 const MAX_STATUS_ERRORS = 20;
+
+/** start()'s error for the systemd driver without a way to reach systemd (Go panics: "systemd cgroup manager not available"). */
+const SYSTEMD_UNITS_MISSING =
+  'systemd cgroup manager not available: the systemd cgroup driver needs a connection to systemd (ContainerManagerOptions.systemdUnits) or a cgroupManager';
 
 function parseReserved(label: string, reserved: Record<string, string> | undefined): Map<string, Quantity> {
   const result = new Map<string, Quantity>();
@@ -241,6 +256,10 @@ class RecordingCgroupManager implements CgroupManager {
   listChildren(name: CgroupName): Promise<string[]> {
     return this.inner.listChildren(name);
   }
+
+  killAllProcesses(name: CgroupName): Promise<boolean> {
+    return this.inner.killAllProcesses(name);
+  }
 }
 
 /** Go: containerManagerImpl for Linux with the cgroupfs driver: kubepods, the QoS cgroups, node allocatable. */
@@ -276,9 +295,17 @@ export class ContainerManager {
           bestEffort: newCgroupName(this.cgroupRoot, 'besteffort'),
         }
       : { guaranteed: [], burstable: [], bestEffort: [] };
-    const driver = opts.cgroupDriver ?? 'cgroupfs';
-    const inner = opts.cgroupManager ?? (driver === 'cgroupfs' ? createCgroupManagerSync({ driver, logger: this.logger, clock: this.clock }) : undefined);
+    const inner = opts.cgroupManager ?? this.defaultCgroupManager(opts);
     if (inner) this.cgroupManager = new RecordingCgroupManager(inner, this.clock, (cgroup, operation, err) => this.recordError(operation, err, cgroup));
+  }
+
+  /** Go: NewCgroupManager for the driver; undefined for systemd without a connection to systemd (start() says so). */
+  private defaultCgroupManager(opts: ContainerManagerOptions): CgroupManager | undefined {
+    const driver = opts.cgroupDriver ?? 'cgroupfs';
+    if (driver === 'systemd') {
+      return opts.systemdUnits ? createSystemdCgroupManagerSync({ units: opts.systemdUnits, logger: this.logger, clock: this.clock }) : undefined;
+    }
+    return createCgroupManagerSync({ driver, logger: this.logger, clock: this.clock });
   }
 
   private recordError(operation: string, err: unknown, cgroup?: string): void {
@@ -287,7 +314,7 @@ export class ContainerManager {
   }
 
   private manager(): RecordingCgroupManager {
-    if (!this.cgroupManager) throw new Error(SYSTEMD_DRIVER_UNSUPPORTED);
+    if (!this.cgroupManager) throw new Error(SYSTEMD_UNITS_MISSING);
     return this.cgroupManager;
   }
 
@@ -302,7 +329,7 @@ export class ContainerManager {
    */
   async start(activePods: () => V1Pod[], signal?: AbortSignal): Promise<void> {
     validateContainerManagerOptions(this.opts);
-    if ((this.opts.cgroupDriver ?? 'cgroupfs') === 'systemd' && !this.opts.cgroupManager) throw new Error(SYSTEMD_DRIVER_UNSUPPORTED);
+    if (!this.cgroupManager) throw new Error(SYSTEMD_UNITS_MISSING);
     this.validateNodeAllocatable();
     if (this.opts.kernelTunables) await setupKernelTunables({ logger: this.logger, ...this.opts.kernelTunables });
     this.activePods = activePods;
@@ -381,7 +408,7 @@ export class ContainerManager {
     return {
       started: this.started,
       cgroupVersion: this.cgroupManager?.version,
-      nodeAllocatableCgroup: this.cgroupsPerQOS ? cgroupfsName(this.cgroupRoot) : '',
+      nodeAllocatableCgroup: this.cgroupsPerQOS ? (this.cgroupManager?.name(this.cgroupRoot) ?? cgroupfsName(this.cgroupRoot)) : '',
       enforceNodeAllocatable: [...this.enforce],
       nodeAllocatable: this.kubepodsAllocatable(),
       cgroups: Object.fromEntries([...(this.cgroupManager?.applied ?? new Map<string, AppliedCgroup>())].map(([k, v]) => [k, { ...v, name: [...v.name], resources: { ...v.resources } }])),
@@ -528,7 +555,7 @@ export class ContainerManager {
       if (!this.enforce.includes(key) || cgroup === undefined) continue;
       this.logger.v(2).info(`Enforcing ${label.toLowerCase()} reserved on cgroup`, { cgroup, limits });
       try {
-        await this.enforceExistingCgroup(parseCgroupfsToCgroupName(cgroup), limits);
+        await this.enforceExistingCgroup(this.manager().cgroupName(cgroup), limits);
       } catch (err) {
         const message = `Failed to enforce ${label} Reserved Cgroup Limits on ${JSON.stringify(cgroup)}: ${(err as Error).message}`;
         this.recorder.event(nodeRef, 'Warning', KubeletEventReason.FailedNodeAllocatableEnforcement, message);

@@ -8,11 +8,41 @@ export {
   createCgroupManagerSync,
   DEFAULT_CGROUP_MOUNT_ROOT,
   detectCgroupVersion,
-  SYSTEMD_DRIVER_UNSUPPORTED,
   V1_SUBSYSTEMS,
   type CgroupfsManagerOptions,
   type CreateCgroupManagerOptions,
 } from './cgroup-manager.js';
+export {
+  SYSTEMD_NO_SUCH_UNIT,
+  SYSTEMD_UNIT_EXISTS,
+  SystemdError,
+  type SystemdUnitManager,
+  type UnitProperty,
+  type UnitPropertyValue,
+} from './systemd-units.js';
+export {
+  escapeSystemdCgroupName,
+  expandSlice,
+  isSystemdStyleName,
+  parseSystemdToCgroupName,
+  SYSTEMD_ROOT_SLICE,
+  SYSTEMD_SLICE_SUFFIX,
+  systemdCgroupPath,
+  systemdUnitInfo,
+  toSystemdName,
+  unescapeSystemdCgroupName,
+  type SystemdUnitInfo,
+} from './systemd-names.js';
+export {
+  cpuQuotaPerSecUSec,
+  createSystemdCgroupManagerSync,
+  SYSTEMD_INFINITY,
+  SystemdCgroupManager,
+  systemdResourceProperties,
+  systemdSliceProperties,
+  type CreateSystemdCgroupManagerOptions,
+  type SystemdCgroupManagerOptions,
+} from './systemd-cgroup-manager.js';
 export {
   KUBELET_KERNEL_TUNABLES,
   ProcSysctl,

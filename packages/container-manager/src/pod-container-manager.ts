@@ -1,8 +1,9 @@
 // Go: pkg/kubelet/cm/pod_container_manager_linux.go (podContainerManagerImpl, podContainerManagerNoop) and the
 // kubelet's cleanupOrphanedPodCgroups (kubelet_pods.go).
+import { posix } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { CPU_QUOTA_PERIOD_US, CPU_MIN_SHARES, getPodQOS, defaultLogger, type Logger } from '@kubelet-ts/core';
-import { aggregateMessage, cgroupfsName, formatCgroupName, newCgroupName, parseCgroupfsToCgroupName } from './cgroup-names.js';
+import { aggregateMessage, cgroupfsName, formatCgroupName, newCgroupName } from './cgroup-names.js';
 import { resourceConfigForPod } from './resources.js';
 import type { CgroupManager, CgroupName, QOSContainersInfo } from './types.js';
 
@@ -96,8 +97,16 @@ export class PodContainerManager implements PodCgroupManager {
     }
   }
 
-  /** Go: tryKillingCgroupProcesses: SIGKILL every process in the cgroup tree, up to 5 passes over the ones not killed yet. */
+  /**
+   * Go: tryKillingCgroupProcesses: SIGKILL every process in the cgroup tree, up to 5 passes over the ones not killed
+   * yet. On cgroup v2 with cgroup.kill the whole tree is killed at once first (killAllProcesses); the pid loop is
+   * the fallback when the kernel has no cgroup.kill.
+   */
   private async tryKillingCgroupProcesses(name: CgroupName): Promise<void> {
+    if (await this.cgroupManager.killAllProcesses(name)) {
+      this.logger.v(3).info('Killed all processes of the cgroup through cgroup.kill', { cgroupName: formatCgroupName(name) });
+      return;
+    }
     const pidsToKill = await this.cgroupManager.pids(name);
     if (pidsToKill.length === 0) return;
     const removed = new Set<number>();
@@ -149,9 +158,12 @@ export class PodContainerManager implements PodCgroupManager {
     return [this.qos.bestEffort, this.qos.burstable, this.qos.guaranteed];
   }
 
-  /** Go: IsPodCgroup: whether a literal cgroupfs name is a pod cgroup (a `pod<uid>` directly below a QoS cgroup). */
+  /**
+   * Go: IsPodCgroup: whether a literal cgroupfs name is a pod cgroup (a `pod<uid>` directly below a QoS cgroup), read
+   * back with the driver's cgroupName ("/kubepods.slice/kubepods-pod1_2.slice" is pod "1-2" on systemd).
+   */
   isPodCgroup(literal: string): { isPod: boolean; uid?: string } {
-    const name = parseCgroupfsToCgroupName(literal);
+    const name = this.cgroupManager.cgroupName(literal);
     const parent = cgroupfsName(name.slice(0, -1));
     if (name.length === 0 || !this.qosParents().some((qos) => cgroupfsName(qos) === parent)) return { isPod: false };
     const base = name[name.length - 1];
@@ -160,18 +172,26 @@ export class PodContainerManager implements PodCgroupManager {
     return { isPod: true, uid: parts[1] };
   }
 
-  /** Go: GetAllPodsFromCgroups: pod UID -> cgroup name of every pod cgroup below the QoS cgroups, in any hierarchy. */
+  /**
+   * Go: GetAllPodsFromCgroups: pod UID -> cgroup name of every pod cgroup below the QoS cgroups, in any hierarchy.
+   * Each child directory is read back with the driver's cgroupName from its full literal path (systemd encodes the
+   * whole hierarchy in the last element, "kubepods-burstable-pod1_2.slice" -> ['kubepods', 'burstable', 'pod1-2']).
+   */
   async getAllPodsFromCgroups(): Promise<Map<string, CgroupName>> {
     const found = new Map<string, CgroupName>();
     for (const qos of this.qosParents()) {
+      const qcConversion = this.cgroupManager.name(qos);
       for (const child of await this.cgroupManager.listChildren(qos)) {
-        if (!child.includes(POD_CGROUP_NAME_PREFIX)) continue;
-        const parts = child.split(POD_CGROUP_NAME_PREFIX);
+        const cgroupfsPath = posix.join(qcConversion, child);
+        const internalPath = this.cgroupManager.cgroupName(cgroupfsPath);
+        const basePath = internalPath[internalPath.length - 1] ?? '';
+        if (!basePath.includes(POD_CGROUP_NAME_PREFIX)) continue;
+        const parts = basePath.split(POD_CGROUP_NAME_PREFIX);
         if (parts.length !== 2) {
-          this.logger.error('pod cgroup manager ignoring unexpected cgroup because it is not a pod', undefined, { path: cgroupfsName([...qos, child]) });
+          this.logger.error('pod cgroup manager ignoring unexpected cgroup because it is not a pod', undefined, { path: cgroupfsPath });
           continue;
         }
-        found.set(parts[1], newCgroupName(qos, child));
+        found.set(parts[1], internalPath);
       }
     }
     return found;

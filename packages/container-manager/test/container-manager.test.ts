@@ -7,7 +7,6 @@ import {
   ContainerManager,
   NoopPodContainerManager,
   PodContainerManager,
-  SYSTEMD_DRIVER_UNSUPPORTED,
   validateContainerManagerOptions,
   type ContainerManagerOptions,
 } from '../src/index.js';
@@ -219,7 +218,7 @@ t.test('validation: Go\'s messages', async (t) => {
   t.same(cgroupManager.created, [], 'nothing made on invalid configuration');
 });
 
-t.test('start rejects reservations above capacity, a missing cgroup root, the systemd driver', async (t) => {
+t.test('start rejects reservations above capacity, a missing cgroup root, the systemd driver without systemd', async (t) => {
   const over = setup({ systemReserved: { memory: '6Gi' }, kubeReserved: { memory: '3Gi' } });
   await t.rejects(over.cm.start(() => []), { message: 'invalid Node Allocatable configuration. Resource "memory" has an allocatable of 9Gi, capacity of -1Gi' });
   t.same(over.cm.nodeAllocatableAbsolute().memoryBytes, 0, 'never negative');
@@ -228,8 +227,10 @@ t.test('start rejects reservations above capacity, a missing cgroup root, the sy
   await t.rejects(noRoot.cm.start(() => []), { message: 'invalid configuration: cgroup-root "/missing" doesn\'t exist' });
 
   const systemd = new ContainerManager({ capacity, cgroupDriver: 'systemd', clock: new FakeClock() });
-  await t.rejects(systemd.start(() => []), { message: SYSTEMD_DRIVER_UNSUPPORTED });
-  t.throws(() => systemd.newPodContainerManager(), { message: SYSTEMD_DRIVER_UNSUPPORTED });
+  const noSystemd =
+    'systemd cgroup manager not available: the systemd cgroup driver needs a connection to systemd (ContainerManagerOptions.systemdUnits) or a cgroupManager';
+  await t.rejects(systemd.start(() => []), { message: noSystemd });
+  t.throws(() => systemd.newPodContainerManager(), { message: noSystemd });
 });
 
 t.test('end to end on a fake cgroup v1 tree: the files Go would write', async (t) => {
