@@ -875,3 +875,4 @@ export async function removeHostCgroup(literal: string): Promise<void> {
   const manager = await createCgroupManager({ driver: 'cgroupfs' });
   await manager.destroy(parseCgroupfsToCgroupName(literal));
 }
+export { FAKE_SYSTEMD_SLICE_PROPERTIES, FakeSystemdManager, type FakeSystemdCall, type FakeSystemdFs, type FakeSystemdManagerOptions, type FakeSystemdUnit, type FakeSystemdUnitState } from './testing-systemd.js';
