@@ -3,6 +3,7 @@ import type { DependencyContainer } from 'tsyringe';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { loadClientNode, nodeReference, type Clock, type Logger } from '@kubelet-ts/core';
 import type { RemoteImageService, RemoteRuntimeService, RuntimeService } from '@kubelet-ts/cri-client';
+import type { SystemdUnitManager } from '@kubelet-ts/container-manager';
 import type { LocalRuntime } from '@kubelet-ts/local-runtime';
 import type { PodSourceConfig } from '@kubelet-ts/pod-config';
 import type { KubeletConfig } from './config.js';
@@ -202,6 +203,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     const imageService = c.resolve<RemoteImageService>(Tokens.ImageService);
     runtimeService.close?.();
     imageService.close?.();
+    c.resolve<SystemdUnitManager | undefined>(Tokens.SystemdUnits)?.close();
     await local?.stop();
   };
 

@@ -38,7 +38,7 @@ import {
   type Mounter,
   type VolumePlugin,
 } from '@kubelet-ts/volume-manager';
-import { ContainerManager } from '@kubelet-ts/container-manager';
+import { ContainerManager, SystemdDbusUnitManager, type SystemdUnitManager } from '@kubelet-ts/container-manager';
 import { EvictionManager } from '@kubelet-ts/eviction';
 import { NodeShutdownManager, defaultShutdownTrigger, type ShutdownTrigger } from '@kubelet-ts/node-shutdown';
 import { parseThresholdConfig } from '@kubelet-ts/core';
@@ -113,6 +113,8 @@ export const Tokens = {
   ContainerLogManager: Symbol.for('kubelet-ts.ContainerLogManager'),
   /** Go: cm.ContainerManager (--cgroups-per-qos); undefined without pod cgroups. */
   ContainerManager: Symbol.for('kubelet-ts.ContainerManager'),
+  /** The systemd cgroup driver's connection to systemd on the system bus (undefined on cgroupfs). */
+  SystemdUnits: Symbol.for('kubelet-ts.SystemdUnits'),
   /** Go: eviction.Manager. */
   EvictionManager: Symbol.for('kubelet-ts.EvictionManager'),
   /** Go: nodeshutdown.Manager (GracefulNodeShutdown), and what tells it of a shutdown (logind, else a signal). */
@@ -591,6 +593,14 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return manager;
     },
   });
+  c.register<SystemdUnitManager | undefined>(
+    Tokens.SystemdUnits,
+    singleton((c) => {
+      if (config.cgroupDriver !== 'systemd') return undefined;
+      // Go: libcontainer's systemd manager on the system bus ($DBUS_SYSTEM_BUS_ADDRESS or /run/dbus/system_bus_socket).
+      return new SystemdDbusUnitManager({ clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'systemd' }) });
+    }),
+  );
   c.register<ContainerManager | undefined>(
     Tokens.ContainerManager,
     singleton((c) => {
@@ -599,6 +609,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         cgroupsPerQOS: true,
         cgroupRoot: config.cgroupRoot,
         cgroupDriver: config.cgroupDriver,
+        systemdUnits: c.resolve<SystemdUnitManager | undefined>(Tokens.SystemdUnits),
         enforceNodeAllocatable: config.enforceNodeAllocatable,
         systemReservedCgroup: config.systemReservedCgroup || undefined,
         kubeReservedCgroup: config.kubeReservedCgroup || undefined,
