@@ -21,6 +21,15 @@ export {
   type UnitPropertyValue,
 } from './systemd-units.js';
 export {
+  encodeUnitProperty,
+  SYSTEMD_BUS_NAME,
+  SYSTEMD_JOB_TIMEOUT_MS,
+  SYSTEMD_MANAGER_INTERFACE,
+  SYSTEMD_OBJECT_PATH,
+  SystemdDbusUnitManager,
+  type SystemdDbusUnitManagerOptions,
+} from './systemd-dbus.js';
+export {
   escapeSystemdCgroupName,
   expandSlice,
   isSystemdStyleName,
