@@ -1,0 +1,92 @@
+# shellcheck shell=bash
+# Shared helpers for tools/systemd-node/{start,stop,join}.sh. Source it; do not run it.
+# Human-readable messages go to stderr; start.sh keeps stdout for the KEY=value env lines.
+
+KTS_TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KTS_REPO_DIR=$(cd "$KTS_TOOLS_DIR/.." && pwd)
+# shellcheck source=tools/lib/common.sh
+. "$KTS_TOOLS_DIR/lib/common.sh"
+
+# Every v1 hierarchy this machine kind mounts (cpu and cpuacct are separate mounts here), name=systemd's at
+# /sys/fs/cgroup/systemd, and the cgroup2 mount at /sys/fs/cgroup/unified.
+KTS_SD_HIERARCHIES="memory cpu cpuacct cpuset pids blkio devices freezer systemd unified"
+# The v1 controller hierarchies nspawn mounts read-only inside (name=systemd and unified are rw already).
+KTS_SD_CONTROLLERS="memory cpu cpuacct cpuset pids blkio devices freezer"
+
+kts_sd_init_paths() {
+  ROOT=$(kts_safe_root "${KUBELET_TS_SYSTEMD_NODE_ROOT:-/tmp/kubelet-ts-systemd-node}" KUBELET_TS_SYSTEMD_NODE_ROOT "systemd node root") || exit 1
+  MACHINE=${KUBELET_TS_SYSTEMD_NODE_MACHINE:-kts-sd-node}
+  # nspawn names the host end of --network-veth "ve-<machine>" when that fits in an interface name (15 bytes).
+  case "$MACHINE" in
+    *[!a-z0-9-]*|-*|'') kts_die "KUBELET_TS_SYSTEMD_NODE_MACHINE must be lowercase letters, digits and '-' (got '$MACHINE')" ;;
+  esac
+  [ ${#MACHINE} -le 12 ] || kts_die "KUBELET_TS_SYSTEMD_NODE_MACHINE '$MACHINE' is longer than 12 characters (the host veth ve-<machine> must fit 15)"
+  VETH="ve-$MACHINE"
+  # The cgroup the container is booted in, in every hierarchy: its cgroup-namespace root inside.
+  CGROUP=${KUBELET_TS_SYSTEMD_NODE_CGROUP:-kts-systemd-node}
+  case "$CGROUP" in kts-*) ;; *) kts_die "KUBELET_TS_SYSTEMD_NODE_CGROUP must start with kts- (got '$CGROUP')" ;; esac
+  # A /30 between the host (ve-<machine>) and the node (host0).
+  HOST_IP=${KUBELET_TS_SYSTEMD_NODE_HOST_IP:-10.99.0.1}
+  NODE_IP=${KUBELET_TS_SYSTEMD_NODE_IP:-10.99.0.2}
+  NET_PREFIX=30
+  POD_CIDR=${KUBELET_TS_SYSTEMD_NODE_POD_CIDR:-10.89.0.0/16}
+  CNI_BRIDGE=${KUBELET_TS_SYSTEMD_NODE_CNI_BRIDGE:-kts-sd0}
+  # The cgroup driver of the node's containerd (SystemdCgroup) and, by default, of the kubelet join.sh sets up.
+  CGROUP_DRIVER=${KUBELET_TS_SYSTEMD_NODE_CGROUP_DRIVER:-systemd}
+  case "$CGROUP_DRIVER" in
+    systemd) SYSTEMD_CGROUP=true ;;
+    cgroupfs) SYSTEMD_CGROUP=false ;;
+    *) kts_die "KUBELET_TS_SYSTEMD_NODE_CGROUP_DRIVER must be systemd or cgroupfs (got '$CGROUP_DRIVER')" ;;
+  esac
+  APISERVER_PORT=${KUBELET_TS_APISERVER_PORT:-6443}
+  LOG="$ROOT/nspawn.log"
+  NSPAWN_PIDFILE="$ROOT/nspawn.pid"
+  RELAY_PIDFILE="$ROOT/relay.pid"
+  RELAY_LOG="$ROOT/relay.log"
+  APISERVER_SOCK="$ROOT/apiserver.sock"
+  CONTAINERD_CONF="$ROOT/containerd/config.toml"
+  CNI_CONF_DIR="$ROOT/cni/net.d"
+  BIN_DIR="$ROOT/bin"
+  # built once per machine (tools/images/build-images.sh skips an up-to-date build), outside ROOT
+  IMAGES_DIR=${KUBELET_TS_IMAGES_DIR:-/var/cache/kubelet-ts/systemd-node-images}
+  ENV_FILE="$ROOT/env"
+  MARKER="$ROOT/.kubelet-ts-systemd-node"
+  # inside the node
+  INNER_CONTAINERD_SOCK=/run/containerd/containerd.sock
+}
+
+# The pid of our systemd-nspawn (pid file, checked against its command line). Returns 1 when none runs.
+kts_sd_nspawn_pid() {
+  local pid cmd
+  [ -f "$NSPAWN_PIDFILE" ] || return 1
+  pid=$(cat "$NSPAWN_PIDFILE" 2>/dev/null || true)
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || return 1
+  case "$cmd" in
+    *systemd-nspawn*" -M $MACHINE "*) [ "$(awk '/^State:/{print $2}' "/proc/$pid/status" 2>/dev/null)" != Z ] && echo "$pid" && return 0 ;;
+  esac
+  return 1
+}
+
+# The pid (on the host) of the systemd that nspawn booted: nspawn's child. Returns 1 when there is none yet.
+kts_sd_inner_pid() {
+  local nspawn child
+  nspawn=$(kts_sd_nspawn_pid) || return 1
+  for child in $(cat "/proc/$nspawn/task/$nspawn/children" 2>/dev/null); do
+    if [ "$(cat "/proc/$child/comm" 2>/dev/null)" = systemd ]; then echo "$child"; return 0; fi
+  done
+  return 1
+}
+
+# Run a command inside the node (all its namespaces). The process stays in the caller's cgroups.
+kts_sd_in() {
+  local pid=$1; shift
+  nsenter -t "$pid" -a "$@"
+}
+
+kts_sd_relay_pid() {
+  local pid
+  [ -f "$RELAY_PIDFILE" ] || return 1
+  pid=$(cat "$RELAY_PIDFILE" 2>/dev/null || true)
+  [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--listen unix:$APISERVER_SOCK" && echo "$pid"
+}
