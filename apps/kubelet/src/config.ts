@@ -390,7 +390,53 @@ export function loadConfigFile(path: string, warnings: ConfigWarning[] = []): Ku
       Object.values(headers).every((values) => Array.isArray(values) && values.every((v) => typeof v === 'string'));
     if (!valid) throw new ConfigError(`kubelet config file ${path}: staticPodURLHeader: must map header names to lists of strings`);
   }
-  return result as KubeletConfigurationFile;
+  return unsetGoZeroValues(result as KubeletConfigurationFile);
+}
+
+/**
+ * The fields Go's SetDefaults_KubeletConfiguration (v1beta1) defaults when they hold their zero value, not only when
+ * they are missing: kubeadm writes every unset duration as `0s` (metav1.Duration is a struct, which omitempty keeps),
+ * so `syncFrequency: 0s` means 1m, not zero. Pointer fields (healthzPort, eventRecordQPS, kubeAPIQPS, oomScoreAdj,
+ * imageGC*ThresholdPercent, containerLogMaxFiles, cpuCFSQuotaPeriod, ...) keep an explicit 0, and so do the fields
+ * Go does not default (readOnlyPort, shutdownGracePeriod*, evictionMaxPodGracePeriod, imageMaximumGCAge).
+ */
+const ZERO_MEANS_DEFAULT = [
+  'syncFrequency',
+  'fileCheckFrequency',
+  'httpCheckFrequency',
+  'runtimeRequestTimeout',
+  'imageMinimumGCAge',
+  'nodeStatusUpdateFrequency',
+  'evictionPressureTransitionPeriod',
+  'port',
+  'maxPods',
+  'eventBurst',
+  'kubeAPIBurst',
+] as const;
+/** The string fields Go defaults when empty (a `resolvConf: ""` in the file is /etc/resolv.conf; only --resolv-conf= turns it off). */
+const EMPTY_MEANS_DEFAULT = ['address', 'healthzBindAddress', 'cgroupDriver', 'resolvConf', 'containerLogMaxSize'] as const;
+
+/** Drops the zero values Go treats as unset (see {@link ZERO_MEANS_DEFAULT}), so the defaults apply as in Go. */
+function unsetGoZeroValues(file: KubeletConfigurationFile): KubeletConfigurationFile {
+  const out: KubeletConfigurationFile = { ...file };
+  // Go: "For backward compatibility, NodeStatusReportFrequency's default value is set to NodeStatusUpdateFrequency
+  // if NodeStatusUpdateFrequency is set explicitly" (before the update frequency gets its own default).
+  if (!out.nodeStatusReportFrequency) {
+    if (out.nodeStatusUpdateFrequency) out.nodeStatusReportFrequency = out.nodeStatusUpdateFrequency;
+    else delete out.nodeStatusReportFrequency;
+  }
+  for (const field of ZERO_MEANS_DEFAULT) if (out[field] === 0) delete out[field];
+  for (const field of EMPTY_MEANS_DEFAULT) if (out[field] === '') delete out[field];
+  // Go: nil or negative is -1 (the node allocatable's pid limit).
+  if (out.podPidsLimit !== undefined && out.podPidsLimit !== null && out.podPidsLimit < 0) out.podPidsLimit = -1;
+  if (out.authentication?.webhook?.cacheTTL === 0) out.authentication = { ...out.authentication, webhook: { ...out.authentication.webhook, cacheTTL: undefined } };
+  if (out.authorization) {
+    const webhook = out.authorization.webhook && { ...out.authorization.webhook };
+    if (webhook?.cacheAuthorizedTTL === 0) webhook.cacheAuthorizedTTL = undefined;
+    if (webhook?.cacheUnauthorizedTTL === 0) webhook.cacheUnauthorizedTTL = undefined;
+    out.authorization = { ...out.authorization, mode: out.authorization.mode === '' ? undefined : out.authorization.mode, webhook };
+  }
+  return out;
 }
 
 const mapToList = (map: Record<string, string> | undefined) => Object.entries(map ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
@@ -428,6 +474,7 @@ export function resolveNodeName(override?: string): string {
 
 export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): KubeletConfig {
   const warnings: ConfigWarning[] = [];
+  checkContainerRuntime(flags.containerRuntime);
   const file = flags.config ? loadConfigFile(resolve(cwd, flags.config), warnings) : {};
   const gates = resolveGates(file.featureGates, flags.featureGates);
   warnings.push(...gates.warnings);
@@ -436,6 +483,11 @@ export function resolveConfig(flags: KubeletFlags, cwd = process.cwd()): Kubelet
   // The embedded runtime isolates nothing: a node that joins a cluster uses it only when it is named.
   const endpoint =
     flags.containerRuntimeEndpoint ?? file.containerRuntimeEndpoint ?? (flags.kubeconfig !== undefined ? DEFAULT_REMOTE_RUNTIME_ENDPOINT : LOCAL_RUNTIME_ENDPOINT);
+  // Go (parseEndpointWithFallbackProtocol): a bare socket path still works, with this warning; kubeadm 1.20 writes one
+  // when it found containerd itself (its known sockets have no scheme).
+  if (endpoint.startsWith('/')) {
+    warnings.push({ msg: `Using ${JSON.stringify(endpoint)} as endpoint is deprecated, please consider using full url format ${JSON.stringify(`unix://${endpoint}`)}.` });
+  }
   const format = flags.loggingFormat ?? file.logging?.format ?? 'text';
   if (format !== 'text' && format !== 'json') throw new ConfigError(`logging.format: must be text or json, got ${JSON.stringify(format)}`);
   const config: KubeletConfig = {
@@ -589,6 +641,20 @@ function parseSignalMap(values: string[], separator: '<' | '=', flag: string): R
     map[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
   }
   return map;
+}
+
+/**
+ * Go v1.20's --container-runtime: 'docker' runs the built-in dockershim, 'remote' a CRI runtime, anything else is
+ * "unsupported CRI runtime". kubelet-ts has no dockershim, so 'docker' is refused with the way out.
+ */
+function checkContainerRuntime(runtime: string | undefined): void {
+  if (runtime === undefined || runtime === 'remote') return;
+  if (runtime === 'docker') {
+    throw new ConfigError(
+      '--container-runtime=docker: kubelet-ts has no dockershim; run a CRI runtime (containerd, CRI-O, or cri-dockerd in front of Docker) and pass --container-runtime=remote --container-runtime-endpoint=<its socket>',
+    );
+  }
+  throw new ConfigError(`--container-runtime: unsupported CRI runtime: ${JSON.stringify(runtime)}`);
 }
 
 function parseCgroupDriver(driver: string): KubeletConfig['cgroupDriver'] {

@@ -8,6 +8,8 @@ import { FeatureGateError, IMPLEMENTED_FEATURE_GATES, checkFeatureGate, knownFea
  */
 export interface KubeletFlags {
   config?: string;
+  /** Go --container-runtime: 'remote' (a CRI runtime) is the only one kubelet-ts has. */
+  containerRuntime?: string;
   podManifestPath?: string;
   manifestUrl?: string;
   manifestUrlHeader?: string[];
@@ -112,6 +114,8 @@ export interface FlagSpec {
   readonly default?: string;
   /** What the flag alone means (pflag's NoOptDefVal); a value then needs `--flag=value`. */
   readonly noOptDefault?: string;
+  /** pflag's Deprecated: why the Go kubelet v1.20 deprecates the flag; giving it warns (see {@link parseFlags}). */
+  readonly deprecated?: string;
 }
 
 export interface FlagSection {
@@ -141,6 +145,33 @@ const TYPE_OF_KIND: Record<FlagKind, string> = {
   version: 'version',
 };
 
+/** Go v1.20's reason for deprecating the flags that have a KubeletConfiguration field. */
+export const CONFIG_FILE_FLAG_DEPRECATION =
+  "This parameter should be set via the config file specified by the Kubelet's --config flag. See https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/ for more information.";
+
+/** The flags the Go kubelet v1.20 marks deprecated and why (its --help's "(DEPRECATED: ...)"); the rest of ours are not. */
+const GO_DEPRECATED_FLAGS: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(
+    [
+      'address', 'allowed-unsafe-sysctls', 'anonymous-auth', 'authentication-token-webhook', 'authentication-token-webhook-cache-ttl',
+      'authorization-mode', 'authorization-webhook-cache-authorized-ttl', 'authorization-webhook-cache-unauthorized-ttl', 'cgroup-driver',
+      'cgroup-root', 'cgroups-per-qos', 'client-ca-file', 'cluster-dns', 'cluster-domain', 'container-log-max-files', 'container-log-max-size',
+      'cpu-cfs-quota', 'cpu-cfs-quota-period', 'enable-debugging-handlers', 'enforce-node-allocatable', 'event-burst', 'event-qps',
+      'eviction-hard', 'eviction-max-pod-grace-period', 'eviction-minimum-reclaim', 'eviction-pressure-transition-period', 'eviction-soft',
+      'eviction-soft-grace-period', 'feature-gates', 'file-check-frequency', 'healthz-bind-address', 'healthz-port', 'http-check-frequency',
+      'image-gc-high-threshold', 'image-gc-low-threshold', 'kube-api-burst', 'kube-api-qps', 'kube-reserved', 'kube-reserved-cgroup',
+      'logging-format', 'manifest-url', 'manifest-url-header', 'max-pods', 'minimum-image-ttl-duration', 'node-status-update-frequency',
+      'oom-score-adj', 'pod-manifest-path', 'pod-max-pids', 'port', 'protect-kernel-defaults', 'read-only-port', 'resolv-conf',
+      'rotate-certificates', 'rotate-server-certificates', 'runonce', 'runtime-request-timeout', 'sync-frequency', 'system-reserved',
+      'system-reserved-cgroup', 'tls-cert-file', 'tls-cipher-suites', 'tls-min-version', 'tls-private-key-file',
+    ].map((name) => [name, CONFIG_FILE_FLAG_DEPRECATION]),
+  ),
+  'maximum-dead-containers': 'Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.',
+  'maximum-dead-containers-per-container': 'Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.',
+  'minimum-container-ttl-duration': 'Use --eviction-hard or --eviction-soft instead. Will be removed in a future version.',
+  'register-schedulable': 'will be removed in a future version',
+};
+
 function flag(
   name: string,
   key: keyof KubeletFlags,
@@ -148,7 +179,17 @@ function flag(
   usage: string,
   extra: { default?: string; type?: string; shorthand?: string; noOptDefault?: string } = {},
 ): FlagSpec {
-  return { name, key, kind, usage, type: extra.type ?? TYPE_OF_KIND[kind], default: extra.default, shorthand: extra.shorthand, noOptDefault: extra.noOptDefault ?? (kind === 'bool' ? 'true' : undefined) };
+  return {
+    name,
+    key,
+    kind,
+    usage,
+    type: extra.type ?? TYPE_OF_KIND[kind],
+    default: extra.default,
+    shorthand: extra.shorthand,
+    noOptDefault: extra.noOptDefault ?? (kind === 'bool' ? 'true' : undefined),
+    deprecated: GO_DEPRECATED_FLAGS[name],
+  };
 }
 
 /**
@@ -159,6 +200,13 @@ export const FLAG_SECTIONS: readonly FlagSection[] = [
   {
     name: 'Runtime',
     flags: [
+      flag(
+        'container-runtime',
+        'containerRuntime',
+        'string',
+        "The container runtime to use. Possible values: 'docker', 'remote'. kubelet-ts has no dockershim: 'remote' (a CRI runtime at --container-runtime-endpoint) is the only one it runs, and its default (the Go kubelet's since 1.24); 'docker' is refused.",
+        { default: 'remote' },
+      ),
       flag(
         'container-runtime-endpoint',
         'containerRuntimeEndpoint',
@@ -627,6 +675,11 @@ export class FlagError extends Error {
   override name = 'FlagError';
 }
 
+/** pflag's output for deprecation notices: stderr, one line each. */
+function writeStderrLine(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
 /** Go's strconv.ParseBool. */
 function parseBool(raw: string): boolean | undefined {
   if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(raw)) return true;
@@ -693,9 +746,10 @@ function convert(name: string, spec: FlagSpec, raw: string): unknown {
 /**
  * Parses argv (without node and the script) as pflag does: --flag=value and --flag value (bools and --version
  * take a value only after '='), shorthands (-h, -v 2, -v=2, -v2); and, as Go's flag package did, -flag.
- * Underscores in names are hyphens (cliflag.WordSepNormalizeFunc).
+ * Underscores in names are hyphens (cliflag.WordSepNormalizeFunc). A flag the Go kubelet v1.20 deprecates works and,
+ * as pflag does, `warn`s `Flag --<name> has been deprecated, <why>` (by default a line on stderr) each time it is given.
  */
-export function parseFlags(argv: string[]): KubeletFlags {
+export function parseFlags(argv: string[], warn: (message: string) => void = writeStderrLine): KubeletFlags {
   const flags: KubeletFlags = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -721,6 +775,8 @@ export function parseFlags(argv: string[]): KubeletFlags {
       else throw new FlagError(`flag needs an argument: --${spec.name}`);
     }
     const value = convert(spec.name, spec, raw);
+    // pflag (FlagSet.Set): a deprecated flag still works; once its value is taken, the notice, each time it is given.
+    if (spec.deprecated !== undefined) warn(`Flag --${spec.name} has been deprecated, ${spec.deprecated}`);
     if (spec.kind === 'gates') {
       flags.featureGates = { ...flags.featureGates, ...(value as Record<string, boolean>) };
     } else if (spec.kind === 'strings') {
