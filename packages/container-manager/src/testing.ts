@@ -1,7 +1,7 @@
 // Test doubles for the container manager, published as `@kubelet-ts/container-manager/testing`.
 import { posix } from 'node:path';
 import { cgroupfsName, parseCgroupfsToCgroupName } from './cgroup-names.js';
-import { createCgroupManager } from './cgroup-manager.js';
+import { createCgroupManager } from './create-cgroup-manager.js';
 import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
 
 export { RecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
@@ -52,7 +52,7 @@ const DEFAULT_V2_CONTROLLERS = ['cpuset', 'cpu', 'io', 'memory', 'hugetlb', 'pid
 export const KERNEL_V2_CONTROLLERS = ['cpuset', 'cpu', 'io', 'memory', 'hugetlb', 'pids', 'rdma', 'misc'] as const;
 /** The thread-aware controllers (cgrp_dfl_threaded_ss_mask); the others are domain controllers. */
 const THREADED_CONTROLLERS = ['cpuset', 'cpu', 'pids'];
-/** v2 files with no write handler: opening them for writing fails with EACCES, even for root. */
+/** v2 files with no write handler: writing them fails with EINVAL. */
 const V2_READ_ONLY = /^(cgroup\.(controllers|events|stat)|cpu\.stat(\.local)?|memory\.(current|peak|events|events\.local|stat|swap\.current|swap\.events)|pids\.(current|events)|io\.stat|cpuset\.(cpus|mems)\.effective|rdma\.current|misc\.(current|events|capacity)|hugetlb\..+\.(current|events|events\.local|rsvd\.current|numa_stat))$/;
 /** v2 files with no read handler (cgroup.kill is write-only). */
 const V2_WRITE_ONLY = new Set(['cgroup.kill']);
@@ -113,8 +113,8 @@ function inKernelOrder(controllers: Iterable<string>): string[] {
  * - cgroup.procs moves a process (one cgroup at a time); an exited pid fails ESRCH;
  * - cgroup.kill ("1"; other numbers ERANGE) kills the subtree, cgroup.events follows populated/frozen, memory.events
  *   counts what simulateOomKill does, PSI files have the kernel's format;
- * - rmdir fails EBUSY while the cgroup has children or processes below it; files cannot be created (EACCES) and
- *   read-only ones cannot be written (EACCES); cgroup.max.depth/descendants make mkdir fail EAGAIN.
+ * - rmdir fails EBUSY while the cgroup has children or processes below it; files cannot be created (EACCES),
+ *   read-only ones cannot be written nor cgroup.kill read (EINVAL); cgroup.max.depth/descendants make mkdir fail EAGAIN.
  * In both versions every write is recorded and errors can be injected per operation and path.
  */
 export class FakeCgroupFs implements CgroupFs {
@@ -337,7 +337,8 @@ export class FakeCgroupFs implements CgroupFs {
     this.maybeFail('readFile', path);
     const content = this.files.get(path);
     if (content === undefined) throw fsError(this.dirs.has(path) ? 'EISDIR' : 'ENOENT', 'open', path);
-    if (this.version === 'v2' && V2_WRITE_ONLY.has(basename(path))) throw fsError('EACCES', 'open', path);
+    // cgroup_seqfile_show: a file with no show handler fails the read (not the open) with EINVAL.
+    if (this.version === 'v2' && V2_WRITE_ONLY.has(basename(path))) throw fsError('EINVAL', 'read', path);
     return this.dynamicContent(path) ?? content;
   }
 
@@ -383,7 +384,8 @@ export class FakeCgroupFs implements CgroupFs {
     const fail = (code: string): never => {
       throw fsError(code, 'write', path);
     };
-    if (V2_READ_ONLY.test(file) || V2_DYNAMIC.has(file)) throw fsError('EACCES', 'open', path);
+    // cgroup_file_write: a file with no write handler fails the write (not the open) with EINVAL.
+    if (V2_READ_ONLY.test(file) || V2_DYNAMIC.has(file)) fail('EINVAL');
     const isInt = (text: string) => /^[+-]?\d+$/.test(text);
     switch (file) {
       case 'cgroup.subtree_control':
