@@ -1,16 +1,12 @@
 // Go: pkg/kubelet/cm/cgroup_manager_linux.go (cgroupManagerImpl) for the cgroupfs driver, with the file
 // writes of libcontainer's fs (v1) and fs2 (v2) cgroup managers that it delegates to.
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CPU_MAX_SHARES, CPU_MIN_SHARES, isNotExist, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { nodeCgroupFs } from './cgroup-fs.js';
 import { cgroupfsName, formatCgroupName, parseCgroupfsToCgroupName } from './cgroup-names.js';
-import type { CgroupDriver, CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
+import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
 
 export const DEFAULT_CGROUP_MOUNT_ROOT = '/sys/fs/cgroup';
-
-/** The error for --cgroup-driver=systemd, which this package does not implement. */
-export const SYSTEMD_DRIVER_UNSUPPORTED = 'systemd cgroup driver is not supported yet (use --cgroup-driver=cgroupfs)';
 
 /** The v1 hierarchies libcontainer creates a cgroup in (name=systemd is mounted as `systemd`). */
 export const V1_SUBSYSTEMS = [
@@ -59,35 +55,6 @@ export interface CgroupfsManagerOptions {
   logger?: Logger;
   /** Paces the retries of destroy (libcontainer RemovePaths: 5 tries, 10 ms doubling). */
   clock?: Clock;
-}
-
-export interface CreateCgroupManagerOptions {
-  driver: CgroupDriver;
-  /** Default /sys/fs/cgroup. */
-  mountRoot?: string;
-  /** Default: detected (v2 when <mountRoot>/cgroup.controllers exists). */
-  version?: CgroupVersion;
-  fs?: CgroupFs;
-  logger?: Logger;
-  clock?: Clock;
-}
-
-/** Go: NewCgroupManager. Throws for the systemd driver. */
-export async function createCgroupManager(opts: CreateCgroupManagerOptions): Promise<CgroupManager> {
-  if (opts.driver === 'systemd') throw new Error(SYSTEMD_DRIVER_UNSUPPORTED);
-  if (opts.driver !== 'cgroupfs') throw new Error(`invalid cgroup driver ${JSON.stringify(opts.driver)}, valid drivers are "cgroupfs" and "systemd"`);
-  const fs = opts.fs ?? nodeCgroupFs;
-  const mountRoot = opts.mountRoot ?? DEFAULT_CGROUP_MOUNT_ROOT;
-  const version = opts.version ?? (await detectCgroupVersion(fs, mountRoot));
-  return new CgroupfsManager({ ...opts, version, fs, mountRoot });
-}
-
-/** createCgroupManager for the real filesystem without awaiting: the version is detected synchronously. */
-export function createCgroupManagerSync(opts: { driver: CgroupDriver; mountRoot?: string; logger?: Logger; clock?: Clock }): CgroupManager {
-  if (opts.driver === 'systemd') throw new Error(SYSTEMD_DRIVER_UNSUPPORTED);
-  const mountRoot = opts.mountRoot ?? DEFAULT_CGROUP_MOUNT_ROOT;
-  const version: CgroupVersion = existsSync(join(mountRoot, 'cgroup.controllers')) ? 'v2' : 'v1';
-  return new CgroupfsManager({ ...opts, version, mountRoot });
 }
 
 /** A cgroup's OOM counters (v2 memory.events; v1 has only oomKill). */

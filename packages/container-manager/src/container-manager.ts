@@ -17,10 +17,10 @@ import {
   type Logger,
   type TimerHandle,
 } from '@kubelet-ts/core';
-import { createCgroupManagerSync } from './cgroup-manager.js';
+import { createCgroupManagerSync } from './create-cgroup-manager.js';
 import { aggregateMessage, cgroupfsName, formatCgroupName, newCgroupName, parseCgroupfsToCgroupName, quoteCgroupName } from './cgroup-names.js';
 import { createSystemdCgroupManagerSync } from './systemd-cgroup-manager.js';
-import type { SystemdUnitManager } from './systemd-units.js';
+import { SYSTEMD_MANAGER_UNAVAILABLE, type SystemdUnitManager } from './systemd-units.js';
 import { NoopPodContainerManager, PodContainerManager, type KillProcess, type PodCgroupManager } from './pod-container-manager.js';
 import { podRequestsAndLimits } from './resources.js';
 import { setupKernelTunables, type KernelTunablesOptions } from './kernel-tunables.js';
@@ -123,10 +123,6 @@ export interface ContainerManagerStatus {
 }
 
 const MAX_STATUS_ERRORS = 20;
-
-/** start()'s error for the systemd driver without a way to reach systemd (Go panics: "systemd cgroup manager not available"). */
-const SYSTEMD_UNITS_MISSING =
-  'systemd cgroup manager not available: the systemd cgroup driver needs a connection to systemd (ContainerManagerOptions.systemdUnits) or a cgroupManager';
 
 function parseReserved(label: string, reserved: Record<string, string> | undefined): Map<string, Quantity> {
   const result = new Map<string, Quantity>();
@@ -314,7 +310,7 @@ export class ContainerManager {
   }
 
   private manager(): RecordingCgroupManager {
-    if (!this.cgroupManager) throw new Error(SYSTEMD_UNITS_MISSING);
+    if (!this.cgroupManager) throw new Error(SYSTEMD_MANAGER_UNAVAILABLE);
     return this.cgroupManager;
   }
 
@@ -329,7 +325,7 @@ export class ContainerManager {
    */
   async start(activePods: () => V1Pod[], signal?: AbortSignal): Promise<void> {
     validateContainerManagerOptions(this.opts);
-    if (!this.cgroupManager) throw new Error(SYSTEMD_UNITS_MISSING);
+    if (!this.cgroupManager) throw new Error(SYSTEMD_MANAGER_UNAVAILABLE);
     this.validateNodeAllocatable();
     if (this.opts.kernelTunables) await setupKernelTunables({ logger: this.logger, ...this.opts.kernelTunables });
     this.activePods = activePods;

@@ -4,15 +4,20 @@ export { cgroupfsName, formatCgroupName, newCgroupName, parseCgroupfsToCgroupNam
 export {
   CgroupfsManager,
   cpuSharesToWeight,
-  createCgroupManager,
-  createCgroupManagerSync,
   DEFAULT_CGROUP_MOUNT_ROOT,
   detectCgroupVersion,
+  parseMemoryEvents,
+  parsePsi,
   V1_SUBSYSTEMS,
   type CgroupfsManagerOptions,
-  type CreateCgroupManagerOptions,
+  type MemoryEvents,
+  type PressureStats,
+  type PsiData,
+  type PsiStats,
 } from './cgroup-manager.js';
+export { createCgroupManager, createCgroupManagerSync, type CreateCgroupManagerOptions } from './create-cgroup-manager.js';
 export {
+  SYSTEMD_MANAGER_UNAVAILABLE,
   SYSTEMD_NO_SUCH_UNIT,
   SYSTEMD_UNIT_EXISTS,
   SystemdError,

@@ -23,6 +23,10 @@ export class SystemdError extends Error {
   }
 }
 
+/** The error for the systemd driver without a connection to systemd (Go panics: "systemd cgroup manager not available"). */
+export const SYSTEMD_MANAGER_UNAVAILABLE =
+  'systemd cgroup manager not available: the systemd cgroup driver needs a connection to systemd (the systemdUnits option, e.g. a SystemdDbusUnitManager on the system bus) or a cgroupManager';
+
 export const SYSTEMD_UNIT_EXISTS = 'org.freedesktop.systemd1.UnitExists';
 export const SYSTEMD_NO_SUCH_UNIT = 'org.freedesktop.systemd1.NoSuchUnit';
 

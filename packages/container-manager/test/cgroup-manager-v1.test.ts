@@ -1,6 +1,6 @@
 import t from 'tap';
 import { FakeClock } from '@kubelet-ts/core/testing';
-import { CgroupfsManager, createCgroupManager, detectCgroupVersion, SYSTEMD_DRIVER_UNSUPPORTED } from '../src/index.js';
+import { CgroupfsManager, createCgroupManager, detectCgroupVersion, SYSTEMD_MANAGER_UNAVAILABLE, SystemdCgroupManager, type SystemdUnitManager } from '../src/index.js';
 import { FakeCgroupFs } from '../src/testing.js';
 import { CG } from './helpers.js';
 
@@ -11,7 +11,7 @@ function setup(subsystems?: string[]) {
   return { fs, clock, cm };
 }
 
-t.test('createCgroupManager: detects the version, rejects the systemd driver', async (t) => {
+t.test('createCgroupManager: detects the version; the systemd driver needs a connection to systemd', async (t) => {
   const v1 = new FakeCgroupFs({ version: 'v1' });
   const v2 = new FakeCgroupFs({ version: 'v2' });
   t.equal(await detectCgroupVersion(v1), 'v1');
@@ -19,8 +19,19 @@ t.test('createCgroupManager: detects the version, rejects the systemd driver', a
   t.equal((await createCgroupManager({ driver: 'cgroupfs', fs: v1 })).version, 'v1');
   t.equal((await createCgroupManager({ driver: 'cgroupfs', fs: v2 })).version, 'v2');
   t.equal((await createCgroupManager({ driver: 'cgroupfs', fs: v2, version: 'v1' })).version, 'v1', 'explicit version wins');
-  await t.rejects(createCgroupManager({ driver: 'systemd', fs: v1 }), { message: SYSTEMD_DRIVER_UNSUPPORTED });
-  t.equal(SYSTEMD_DRIVER_UNSUPPORTED, 'systemd cgroup driver is not supported yet (use --cgroup-driver=cgroupfs)');
+  await t.rejects(createCgroupManager({ driver: 'systemd', fs: v1 }), { message: SYSTEMD_MANAGER_UNAVAILABLE });
+  await t.rejects(createCgroupManager({ driver: 'openrc' as never, fs: v1 }), { message: 'invalid cgroup driver "openrc", valid drivers are "cgroupfs" and "systemd"' });
+  const units: SystemdUnitManager = {
+    startTransientUnit: async () => undefined,
+    stopUnit: async () => undefined,
+    setUnitProperties: async () => undefined,
+    resetFailedUnit: async () => undefined,
+    close: () => undefined,
+  };
+  const systemd = await createCgroupManager({ driver: 'systemd', fs: v2, systemdUnits: units });
+  t.type(systemd, SystemdCgroupManager);
+  t.equal(systemd.version, 'v2', 'the systemd driver detects the version too');
+  t.equal(systemd.name(['kubepods', 'burstable']), '/kubepods.slice/kubepods-burstable.slice');
 });
 
 t.test('name is the cgroupfs literal', async (t) => {

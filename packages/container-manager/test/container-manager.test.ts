@@ -228,7 +228,7 @@ t.test('start rejects reservations above capacity, a missing cgroup root, the sy
 
   const systemd = new ContainerManager({ capacity, cgroupDriver: 'systemd', clock: new FakeClock() });
   const noSystemd =
-    'systemd cgroup manager not available: the systemd cgroup driver needs a connection to systemd (ContainerManagerOptions.systemdUnits) or a cgroupManager';
+    'systemd cgroup manager not available: the systemd cgroup driver needs a connection to systemd (the systemdUnits option, e.g. a SystemdDbusUnitManager on the system bus) or a cgroupManager';
   await t.rejects(systemd.start(() => []), { message: noSystemd });
   t.throws(() => systemd.newPodContainerManager(), { message: noSystemd });
 });
