@@ -22,6 +22,8 @@ kube_build_log=$(mktemp /tmp/kubelet-ts-kube-build.XXXXXX)
 nice -n 19 bash tools/kube/build.sh >"$kube_build_log" 2>&1 &
 kube_build_pid=$!
 cleanup() {
+  # the systemd node of the cluster e2e (its suite stops it; this is for a run cut short)
+  bash tools/systemd-node/stop.sh >/dev/null 2>&1 || true
   bash tools/kube/stop.sh --purge >/dev/null 2>&1 || true
   bash tools/containerd/stop.sh >/dev/null 2>&1 || true
 }

@@ -289,6 +289,8 @@ ENV
 
 if pid=$(kts_sd_inner_pid); then
   kts_log "$MACHINE already booted (systemd pid $pid)"
+  grep -qE "^[[:space:]]*SystemdCgroup = $SYSTEMD_CGROUP\$" "$CONTAINERD_CONF" 2>/dev/null \
+    || kts_die "$MACHINE runs containerd with another cgroup driver than '$CGROUP_DRIVER' ($CONTAINERD_CONF): run tools/systemd-node/stop.sh first"
 else
   if [ -e "$ROOT" ] && [ ! -f "$MARKER" ]; then kts_die "$ROOT exists and was not made by this script; choose another KUBELET_TS_SYSTEMD_NODE_ROOT"; fi
   if ip link show "$VETH" >/dev/null 2>&1; then kts_die "$VETH exists but no container of ours runs: run tools/systemd-node/stop.sh first"; fi
