@@ -211,7 +211,9 @@ export class SystemdCgroupManager implements CgroupManager {
       if (err instanceof SystemdError && err.dbusName === SYSTEMD_NO_SUCH_UNIT) {
         this.logger.v(4).info('systemd unit already gone', { unit: unit.name });
       } else {
-        this.logger.warn(`error removing unit \`${unit.name}\`: ${errorMessage(err)}. Continuing...`);
+        // The D-Bus client's errors already name the unit (`error removing unit \`x\`: got \`failed\``); a D-Bus error does not.
+        const message = errorMessage(err);
+        this.logger.warn(`${message.includes(unit.name) ? message : `error removing unit \`${unit.name}\`: ${message}`}. Continuing...`);
       }
     }
     try {
