@@ -502,7 +502,7 @@ export const FLAG_SECTIONS: readonly FlagSection[] = [
         'string',
         "Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis. Default: '', which means use the container runtime default.",
       ),
-      flag('cgroup-driver', 'cgroupDriver', 'string', "Driver that the kubelet uses to manipulate cgroups on the host.  Possible values: 'cgroupfs', 'systemd'. kubelet-ts supports cgroupfs only.", {
+      flag('cgroup-driver', 'cgroupDriver', 'string', "Driver that the kubelet uses to manipulate cgroups on the host.  Possible values: 'cgroupfs', 'systemd'.", {
         default: 'cgroupfs',
       }),
       flag(
