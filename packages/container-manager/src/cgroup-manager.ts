@@ -411,16 +411,19 @@ export class CgroupfsManager implements CgroupManager {
     }
   }
 
-  /** libcontainer fs2: setCpu (cpu.weight, cpu.max), setMemory (memory.max), setPids (pids.max). */
+  /**
+   * libcontainer fs2 Set, in its order: setPids (pids.max), setMemory (memory.max), setCpu (cpu.weight, cpu.max).
+   * The order shows when a controller is missing: the first file absent is the one the error names.
+   */
   private async setUnified(path: string, r: ResourceConfig): Promise<void> {
+    if (r.pidsLimit) await this.write(path, 'pids.max', r.pidsLimit > 0 ? String(r.pidsLimit) : 'max');
+    if (r.memoryLimitBytes) await this.write(path, 'memory.max', r.memoryLimitBytes === -1 ? 'max' : String(r.memoryLimitBytes));
     if (r.cpuShares) await this.write(path, 'cpu.weight', String(cpuSharesToWeight(r.cpuShares)));
     if (r.cpuQuota || r.cpuPeriod) {
       let max = r.cpuQuota !== undefined && r.cpuQuota > 0 ? String(r.cpuQuota) : 'max';
       if (r.cpuPeriod) max += ` ${r.cpuPeriod}`;
       await this.write(path, 'cpu.max', max);
     }
-    if (r.memoryLimitBytes) await this.write(path, 'memory.max', r.memoryLimitBytes === -1 ? 'max' : String(r.memoryLimitBytes));
-    if (r.pidsLimit) await this.write(path, 'pids.max', r.pidsLimit > 0 ? String(r.pidsLimit) : 'max');
   }
 
   /** The names of the child cgroups of a cgroup, in any hierarchy (Go scans every mount in GetAllPodsFromCgroups). */

@@ -196,7 +196,15 @@ export class SystemdCgroupManager implements CgroupManager {
         cause: err,
       });
     }
-    await this.fsManager.update(this.fsName(name), resources);
+    try {
+      await this.fsManager.update(this.fsName(name), resources);
+    } catch (err) {
+      // Go's v2 error names the CgroupName ("[kubepods burstable pod<uid>]"), not the slice directories.
+      const fsPrefix = `failed to set resources for cgroup ${formatCgroupName(this.fsName(name))}: `;
+      const message = err instanceof Error ? err.message : String(err);
+      if (!message.startsWith(fsPrefix)) throw err;
+      throw new Error(`failed to set resources for cgroup ${formatCgroupName(name)}: ${message.slice(fsPrefix.length)}`, { cause: err });
+    }
   }
 
   /**

@@ -24,7 +24,8 @@ t.test('create: one tree, controllers enabled in every ancestor\'s cgroup.subtre
   t.equal(fs.read(`${CG}/kubepods/burstable/pids.max`), '100');
   t.same(
     fs.writesTo(`${CG}/kubepods/burstable/`).map((w) => `${w.path.slice(CG.length)}=${w.data}`),
-    ['/kubepods/burstable/cpu.weight=39', '/kubepods/burstable/cpu.max=50000 100000', '/kubepods/burstable/memory.max=1073741824', '/kubepods/burstable/pids.max=100'],
+    // libcontainer fs2 Set's order: pids, memory, cpu
+    ['/kubepods/burstable/pids.max=100', '/kubepods/burstable/memory.max=1073741824', '/kubepods/burstable/cpu.weight=39', '/kubepods/burstable/cpu.max=50000 100000'],
   );
   t.ok(await cm.exists(['kubepods', 'burstable']));
 });

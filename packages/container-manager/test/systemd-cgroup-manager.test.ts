@@ -229,7 +229,7 @@ for (const version of ['v1', 'v2'] as const) {
       t.equal(fs.read(`${CG}${podDir}/cpu.weight`), '10');
       t.equal(fs.read(`${CG}${podDir}/pids.max`), '100');
       const order = podEvents.filter((e) => e.startsWith('start') || e.startsWith('set') || e.startsWith('mkdir') || e.includes('cpu.weight') || e.includes('pids.max'));
-      t.same(order, [`start ${podUnit}`, `mkdir ${podDir}`, `set ${podUnit}`, `write ${podDir}/cpu.weight=10`, `write ${podDir}/pids.max=100`]);
+      t.same(order, [`start ${podUnit}`, `mkdir ${podDir}`, `set ${podUnit}`, `write ${podDir}/pids.max=100`, `write ${podDir}/cpu.weight=10`]);
     }
     t.equal(manager.name(pod), `/kubepods.slice/kubepods-burstable.slice/${podUnit}`, 'the cgroupParent the runtime gets');
     t.same(manager.cgroupName(manager.name(pod)), pod);
