@@ -54,30 +54,7 @@ stop() {
     fi
   fi
   rm -f "$NSPAWN_PIDFILE"
-  local attempt left
-  for attempt in 1 2 3 4 5; do
-    left=()
-    for h in $HIERARCHIES; do
-      dir="/sys/fs/cgroup/$h/$CGROUP"
-      [ -d "$dir" ] || continue
-      while IFS= read -r p; do [ -n "$p" ] && left+=("$p"); done < <(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null)
-    done
-    [ ${#left[@]} -eq 0 ] && break
-    mapfile -t left < <(printf '%s\n' "${left[@]}" | sort -un)
-    kts_log "killing processes left in /$CGROUP (attempt $attempt): ${left[*]}"
-    kill -KILL "${left[@]}" 2>/dev/null || true
-    sleep 0.2
-  done
-  for h in $HIERARCHIES; do
-    dir="/sys/fs/cgroup/$h/$CGROUP"
-    [ -d "$dir" ] || continue
-    for _ in $(seq 1 20); do
-      find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-      [ -d "$dir" ] || break
-      sleep 0.1
-    done
-    if [ -d "$dir" ]; then kts_log "error: could not remove $dir: $(find "$dir" -depth -type d | head -n 3 | tr '\n' ' ')"; failed=1; fi
-  done
+  kts_sd_remove_cgroups "$CGROUP" $HIERARCHIES || failed=1
   if [ -d "$ROOT" ]; then
     if [ -f "$MARKER" ]; then rm -rf --one-file-system "$ROOT" || { kts_log "error: could not remove $ROOT"; failed=1; }
     else kts_log "$ROOT has no marker from bare.sh; left in place"; fi
@@ -93,11 +70,7 @@ for b in systemd-nspawn nsenter; do command -v "$b" >/dev/null 2>&1 || kts_die "
 for h in $HIERARCHIES; do
   [ -d "/sys/fs/cgroup/$h" ] || kts_die "/sys/fs/cgroup/$h is not mounted: this script expects the hybrid v1 layout of this machine kind"
 done
-# nspawn talks to the host's system bus (without one it refuses to start), as in start.sh
-if ! [ -S /run/dbus/system_bus_socket ] || ! pgrep -x dbus-daemon >/dev/null; then
-  mkdir -p /run/dbus
-  if ! pgrep -x dbus-daemon >/dev/null; then rm -f /run/dbus/pid; dbus-daemon --system --fork || kts_die "dbus-daemon --system --fork failed"; fi
-fi
+kts_sd_ensure_system_bus
 
 boot() {
   [ -e "$ROOT" ] && [ ! -f "$MARKER" ] && kts_die "$ROOT exists and was not made by this script; choose another KUBELET_TS_SYSTEMD_BARE_ROOT"

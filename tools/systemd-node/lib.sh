@@ -90,3 +90,46 @@ kts_sd_relay_pid() {
   pid=$(cat "$RELAY_PIDFILE" 2>/dev/null || true)
   [ -n "$pid" ] && tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--listen unix:$APISERVER_SOCK" && echo "$pid"
 }
+
+# The host's system bus, which systemd-nspawn talks to (without it, and without --keep-unit, it refuses to start).
+# Only a `dbus-daemon --system` counts: the private buses of the D-Bus tests (dbus-daemon --config-file=...) may run
+# at the same time and must not be taken for it.
+kts_sd_ensure_system_bus() {
+  if [ -S /run/dbus/system_bus_socket ] && pgrep -f '^dbus-daemon --system' >/dev/null; then return 0; fi
+  mkdir -p /run/dbus
+  if ! pgrep -f '^dbus-daemon --system' >/dev/null; then
+    rm -f /run/dbus/pid /run/dbus/system_bus_socket
+    dbus-daemon --system --fork || kts_die "dbus-daemon --system --fork failed"
+  fi
+}
+
+# kts_sd_remove_cgroups CGROUP HIERARCHY...: kills what is left in /CGROUP of each hierarchy (5 passes), then removes
+# its directories deepest first. Returns 1 (and says which) when one could not be removed.
+kts_sd_remove_cgroups() {
+  local cgroup=$1 attempt left dir h p failed=0
+  shift
+  for attempt in 1 2 3 4 5; do
+    left=()
+    for h in "$@"; do
+      dir="/sys/fs/cgroup/$h/$cgroup"
+      [ -d "$dir" ] || continue
+      while IFS= read -r p; do [ -n "$p" ] && left+=("$p"); done < <(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null)
+    done
+    [ ${#left[@]} -eq 0 ] && break
+    mapfile -t left < <(printf '%s\n' "${left[@]}" | sort -un)
+    kts_log "killing processes left in /$cgroup (attempt $attempt): ${left[*]}"
+    kill -KILL "${left[@]}" 2>/dev/null || true
+    sleep 0.2
+  done
+  for h in "$@"; do
+    dir="/sys/fs/cgroup/$h/$cgroup"
+    [ -d "$dir" ] || continue
+    for _ in $(seq 1 20); do
+      find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      [ -d "$dir" ] || break
+      sleep 0.1
+    done
+    if [ -d "$dir" ]; then kts_log "error: could not remove $dir: $(find "$dir" -depth -type d | head -n 3 | tr '\n' ' ')"; failed=1; fi
+  done
+  return $failed
+}

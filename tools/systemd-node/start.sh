@@ -28,14 +28,8 @@ for h in $KTS_SD_HIERARCHIES; do
   [ -d "/sys/fs/cgroup/$h" ] || kts_die "/sys/fs/cgroup/$h is not mounted: this script expects the hybrid v1 layout of this machine kind"
 done
 
-# ---- the system bus: nspawn talks to it (without it, and without --keep-unit, it refuses to start) ----
-if ! [ -S /run/dbus/system_bus_socket ] || ! pgrep -x dbus-daemon >/dev/null; then
-  mkdir -p /run/dbus
-  if ! pgrep -x dbus-daemon >/dev/null; then
-    rm -f /run/dbus/pid
-    run dbus-daemon --system --fork
-  fi
-fi
+# ---- the system bus ----
+kts_sd_ensure_system_bus
 
 write_files() {
   mkdir -p "$ROOT" "$CNI_CONF_DIR" "$BIN_DIR" "$(dirname "$CONTAINERD_CONF")"

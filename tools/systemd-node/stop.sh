@@ -35,29 +35,7 @@ if rp=$(kts_sd_relay_pid); then kill -TERM "$rp" 2>/dev/null || true; fi
 rm -f "$RELAY_PIDFILE"
 
 # 3. processes still in our cgroups (nothing should be, after a clean poweroff), then the cgroups, deepest first
-for attempt in 1 2 3 4 5; do
-  left=()
-  for h in $KTS_SD_HIERARCHIES; do
-    dir="/sys/fs/cgroup/$h/$CGROUP"
-    [ -d "$dir" ] || continue
-    while IFS= read -r p; do [ -n "$p" ] && left+=("$p"); done < <(find "$dir" -name cgroup.procs -exec cat {} + 2>/dev/null)
-  done
-  [ ${#left[@]} -eq 0 ] && break
-  mapfile -t left < <(printf '%s\n' "${left[@]}" | sort -un)
-  kts_log "killing processes left in /$CGROUP (attempt $attempt): ${left[*]}"
-  kill -KILL "${left[@]}" 2>/dev/null || true
-  sleep 0.2
-done
-for h in $KTS_SD_HIERARCHIES; do
-  dir="/sys/fs/cgroup/$h/$CGROUP"
-  [ -d "$dir" ] || continue
-  for _ in $(seq 1 20); do
-    find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
-    [ -d "$dir" ] || break
-    sleep 0.1
-  done
-  if [ -d "$dir" ]; then kts_log "error: could not remove $dir: $(find "$dir" -depth -type d | head -n 3 | tr '\n' ' ')"; failed=1; fi
-done
+kts_sd_remove_cgroups "$CGROUP" $KTS_SD_HIERARCHIES || failed=1
 
 # 4. the host end of the veth (it goes with the container's network namespace; check)
 if ip link show "$VETH" >/dev/null 2>&1; then

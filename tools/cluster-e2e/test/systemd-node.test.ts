@@ -223,3 +223,23 @@ await t.test('with --kube-reserved, --system-reserved and --eviction-hard in /et
   t.equal(unit.ActiveState, 'active', 'kubepods.slice stays active');
   t.equal(unit.MemoryLimit, String(capacityBytes - 300 * MiB), 'systemctl show kubepods.slice: MemoryLimit set through systemd');
 });
+
+await t.test('a kubelet left on cgroupfs against containerd on systemd: the sandbox failure event names the fix', async (t) => {
+  // containerd 1.6 has no CRI RuntimeConfig to say its driver (Unimplemented), so the kubelet keeps its own; containerd
+  // hands runc the cgroupfs parent, and runc's systemd driver refuses it.
+  await node.join(token, ['--cgroup-driver=cgroupfs']);
+  await ready('the node Ready with the kubelet on cgroupfs');
+  await createObject(pod('mismatch', sleeper('never')));
+  const event = await waitFor('a FailedCreatePodSandBox event for pod mismatch', async () => {
+    const events = (await kubectl.json(['get', 'events', '-n', NS, '--field-selector', 'involvedObject.name=mismatch'])).items as Json[];
+    const failed = events.find((e) => e.reason === 'FailedCreatePodSandBox');
+    if (failed) return failed;
+    await refreshJournal();
+    return false;
+  }, 90_000, describe);
+  t.equal(event.type, 'Warning');
+  t.match(event.message, /expected cgroupsPath to be of format "slice:prefix:name" for systemd cgroups/, 'runc\'s refusal is in the event');
+  t.match(event.message, /set cgroupDriver: systemd in the kubelet configuration \(--cgroup-driver=systemd\), or SystemdCgroup = false in containerd's runc options/, 'and the fix');
+  t.not((await getPod('mismatch'))?.status?.phase, 'Running', 'the pod does not run');
+  await kubectl.run(['delete', 'pod', '-n', NS, 'mismatch', '--wait=false']);
+});
