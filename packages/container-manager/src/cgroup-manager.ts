@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { CPU_MAX_SHARES, CPU_MIN_SHARES, isNotExist, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { nodeCgroupFs } from './cgroup-fs.js';
 import { cgroupfsName, formatCgroupName, parseCgroupfsToCgroupName } from './cgroup-names.js';
-import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
+import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, MemoryEvents, PressureStats, PsiData, PsiStats, ResourceConfig } from './types.js';
+
+export type { MemoryEvents, PressureStats, PsiData, PsiStats } from './types.js';
 
 export const DEFAULT_CGROUP_MOUNT_ROOT = '/sys/fs/cgroup';
 
@@ -57,43 +59,6 @@ export interface CgroupfsManagerOptions {
   clock?: Clock;
 }
 
-/** A cgroup's OOM counters (v2 memory.events; v1 has only oomKill). */
-export interface MemoryEvents {
-  /** Times the cgroup was reclaimed below memory.low. */
-  low?: number;
-  /** Times processes were throttled for exceeding memory.high. */
-  high?: number;
-  /** Times the usage was about to go over memory.max. */
-  max?: number;
-  /** Times the cgroup's limit was hit and the OOM killer was about to run. */
-  oom?: number;
-  /** Processes the OOM killer killed. */
-  oomKill: number;
-  /** Times a whole memory.oom.group was killed (Linux 5.17+). */
-  oomGroupKill?: number;
-}
-
-/** One line of a PSI file: the share of wall time stalled (percent) over 10, 60 and 300 s, and the total in µs. */
-export interface PsiData {
-  avg10: number;
-  avg60: number;
-  avg300: number;
-  total: number;
-}
-
-/** A PSI file: `some` (at least one task stalled) and `full` (all non-idle tasks stalled; absent on old kernels for cpu). */
-export interface PsiStats {
-  some: PsiData;
-  full?: PsiData;
-}
-
-/** A cgroup's cpu.pressure, memory.pressure and io.pressure. */
-export interface PressureStats {
-  cpu?: PsiStats;
-  memory?: PsiStats;
-  io?: PsiStats;
-}
-
 /** A flat-keyed cgroup file ("key value" lines) as numbers; a malformed line is an error naming the file. */
 function parseFlatKeyed(text: string, file: string): Record<string, number> {
   const fields: Record<string, number> = {};
@@ -135,6 +100,15 @@ export function parsePsi(text: string, file = 'pressure'): PsiStats {
 /** The cgroup's directory below a hierarchy's mount (the mount itself for the root). */
 function cgroupDir(mount: string, name: CgroupName): string {
   return name.length === 0 ? mount : join(mount, ...name);
+}
+
+/** The cgroup itself, or its child directory `child` (a single path component: no "/", not "." or ".."). */
+function withChild(name: CgroupName, child: string | undefined): CgroupName {
+  if (child === undefined) return name;
+  if (child === '' || child === '.' || child === '..' || child.includes('/')) {
+    throw new Error(`invalid child cgroup ${JSON.stringify(child)} of ${formatCgroupName(name)}: want one directory name`);
+  }
+  return [...name, child];
 }
 
 function errorMessage(err: unknown): string {
@@ -534,16 +508,17 @@ export class CgroupfsManager implements CgroupManager {
   /**
    * The cgroup's OOM counters: v2 memory.events (hierarchical: the cgroup and everything below it); v1 the
    * `oom_kill` field of memory.oom_control (Linux 4.13+; the cgroup's own kills). undefined when the cgroup, its
-   * memory controller or the counter is absent.
+   * memory controller or the counter is absent. `child`: the directory of that name right below the cgroup.
    */
-  async memoryEvents(name: CgroupName): Promise<MemoryEvents | undefined> {
+  async memoryEvents(name: CgroupName, child?: string): Promise<MemoryEvents | undefined> {
+    const target = withChild(name, child);
     let file: string;
     if (this.version === 'v2') {
-      file = join(this.unifiedPath(name), 'memory.events');
+      file = join(this.unifiedPath(target), 'memory.events');
     } else {
       const mount = (await this.subsystemMounts()).get('memory');
       if (mount === undefined) return undefined;
-      file = join(cgroupDir(mount, name), 'memory.oom_control');
+      file = join(cgroupDir(mount, target), 'memory.oom_control');
     }
     let text: string;
     try {
@@ -561,11 +536,12 @@ export class CgroupfsManager implements CgroupManager {
 
   /**
    * The cgroup's pressure stall information (v2 cpu.pressure, memory.pressure, io.pressure). undefined on v1 and
-   * when the kernel has no PSI; a resource whose file is absent is left out.
+   * when the kernel has no PSI; a resource whose file is absent is left out. `child`: the directory of that name
+   * right below the cgroup.
    */
-  async pressure(name: CgroupName): Promise<PressureStats | undefined> {
+  async pressure(name: CgroupName, child?: string): Promise<PressureStats | undefined> {
     if (this.version !== 'v2') return undefined;
-    const dir = this.unifiedPath(name);
+    const dir = this.unifiedPath(withChild(name, child));
     const stats: PressureStats = {};
     let found = false;
     for (const resource of ['cpu', 'memory', 'io'] as const) {

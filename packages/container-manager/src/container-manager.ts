@@ -10,6 +10,7 @@ import {
   milliCpuToShares,
   noopEventRecorder,
   defaultLogger,
+  errorText,
   Quantity,
   realClock,
   type Clock,
@@ -24,7 +25,7 @@ import { SYSTEMD_MANAGER_UNAVAILABLE, type SystemdUnitManager } from './systemd-
 import { NoopPodContainerManager, PodContainerManager, type KillProcess, type PodCgroupManager } from './pod-container-manager.js';
 import { podRequestsAndLimits } from './resources.js';
 import { setupKernelTunables, type KernelTunablesOptions } from './kernel-tunables.js';
-import type { CgroupDriver, CgroupManager, CgroupName, CgroupVersion, QOSContainersInfo, ResourceConfig } from './types.js';
+import type { CgroupDriver, CgroupManager, CgroupName, CgroupVersion, MemoryEvents, PressureStats, QOSContainersInfo, ResourceConfig } from './types.js';
 
 /** Go: kubetypes.NodeAllocatableEnforcementKey and friends (--enforce-node-allocatable values). */
 export const NODE_ALLOCATABLE_ENFORCEMENT = { pods: 'pods', systemReserved: 'system-reserved', kubeReserved: 'kube-reserved', none: 'none' } as const;
@@ -106,6 +107,41 @@ export interface ContainerManagerError {
   operation: string;
   message: string;
   atMs: number;
+}
+
+/** A cgroup's OOM and PSI figures, for /metrics/cadvisor's container_oom_events_total and container_pressure_*. */
+export interface CgroupOomPressure {
+  /** OOM kills: v2 memory.events oom_kill, v1 memory.oom_control oom_kill; absent when unreadable. */
+  oomEvents?: number;
+  /** v2 PSI (cpu, memory, io); absent on v1 and without PSI. */
+  pressure?: PressureStats;
+}
+
+/** The OOM and PSI figures of a pod cgroup and of the runtime's container cgroups below it. */
+export interface PodCgroupStats {
+  /** The pod cgroup's literal name, e.g. /kubepods/burstable/pod<uid> (cAdvisor's `id` label). */
+  cgroup: string;
+  /**
+   * The pod cgroup. v2's memory.events is hierarchical already; v1's oom_kill counts only the cgroup's own kills, so
+   * on v1 it is the sum over the pod cgroup and its children (a child removed since, with its count, is not in it).
+   */
+  pod: CgroupOomPressure;
+  /** The pod cgroup's children (the containers and the sandbox) by the container id their names carry. */
+  containers: Map<string, CgroupOomPressure & { cgroup: string }>;
+}
+
+/**
+ * The container id a runtime's cgroup below a pod cgroup is named by: the name itself on cgroupfs (containerd and
+ * runc use "<pod cgroup>/<id>"), the part after the last "-" of a systemd scope ("cri-containerd-<id>.scope",
+ * "crio-<id>.scope", "docker-<id>.scope") or of a prefixed 64-hex id ("crio-<id>").
+ */
+export function containerIdFromCgroup(child: string): string {
+  if (child.endsWith('.scope')) {
+    const unit = child.slice(0, -'.scope'.length);
+    return unit.slice(unit.lastIndexOf('-') + 1);
+  }
+  const prefixed = /^[a-z][a-z0-9-]*-([0-9a-f]{64})$/.exec(child);
+  return prefixed ? prefixed[1] : child;
 }
 
 export interface ContainerManagerStatus {
@@ -256,6 +292,14 @@ class RecordingCgroupManager implements CgroupManager {
   killAllProcesses(name: CgroupName): Promise<boolean> {
     return this.inner.killAllProcesses(name);
   }
+
+  memoryEvents(name: CgroupName, child?: string): Promise<MemoryEvents | undefined> {
+    return this.inner.memoryEvents(name, child);
+  }
+
+  pressure(name: CgroupName, child?: string): Promise<PressureStats | undefined> {
+    return this.inner.pressure(name, child);
+  }
 }
 
 /** Go: containerManagerImpl for Linux with the cgroupfs driver: kubepods, the QoS cgroups, node allocatable. */
@@ -373,6 +417,42 @@ export class ContainerManager {
       killProcess: this.opts.killProcess,
       logger: this.logger,
     });
+  }
+
+  /**
+   * The OOM and PSI figures of the pod's cgroup and of each child cgroup below it, for /metrics/cadvisor; undefined
+   * without cgroupsPerQOS or a cgroup manager. Never throws for a cgroup or a file that is missing or unreadable: the
+   * figure is left out (logged at v(4)). Cheap: listChildren, then memory.events/memory.oom_control and the PSI files
+   * of the pod cgroup and its children.
+   */
+  async podCgroupStats(pod: V1Pod): Promise<PodCgroupStats | undefined> {
+    if (!this.cgroupsPerQOS || !this.cgroupManager) return undefined;
+    const cm = this.cgroupManager;
+    const { name, literal } = this.newPodContainerManager().getPodContainerName(pod);
+    const read = async (child?: string): Promise<CgroupOomPressure> => {
+      const cgroup = child === undefined ? literal : `${literal}/${child}`;
+      const [events, pressure] = await Promise.allSettled([cm.memoryEvents(name, child), cm.pressure(name, child)]);
+      const figures: CgroupOomPressure = {};
+      if (events.status === 'rejected') this.logger.v(4).info('Unable to read the OOM counters of the cgroup', { cgroup, err: errorText(events.reason) });
+      else if (events.value) figures.oomEvents = events.value.oomKill;
+      if (pressure.status === 'rejected') this.logger.v(4).info('Unable to read the pressure stall information of the cgroup', { cgroup, err: errorText(pressure.reason) });
+      else if (pressure.value) figures.pressure = pressure.value;
+      return figures;
+    };
+    let children: string[] = [];
+    try {
+      children = await cm.listChildren(name);
+    } catch (err) {
+      this.logger.v(4).info('Unable to list the child cgroups of the pod cgroup', { cgroup: literal, err: errorText(err) });
+    }
+    const [podFigures, ...childFigures] = await Promise.all([read(), ...children.map((child) => read(child))]);
+    const containers = new Map<string, CgroupOomPressure & { cgroup: string }>();
+    children.forEach((child, i) => containers.set(containerIdFromCgroup(child), { ...childFigures[i], cgroup: `${literal}/${child}` }));
+    if (cm.version === 'v1') {
+      const counts = [podFigures, ...childFigures].map((f) => f.oomEvents).filter((n): n is number => n !== undefined);
+      if (counts.length > 0) podFigures.oomEvents = counts.reduce((a, b) => a + b, 0);
+    }
+    return { cgroup: literal, pod: podFigures, containers };
   }
 
   /** Go: GetQOSContainersInfo (empty names without cgroupsPerQOS). */

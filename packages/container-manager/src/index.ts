@@ -80,16 +80,19 @@ export {
 } from './pod-container-manager.js';
 export {
   ContainerManager,
+  containerIdFromCgroup,
   DEFAULT_NODE_ALLOCATABLE_CGROUP_NAME,
   NODE_ALLOCATABLE_ENFORCEMENT,
   NODE_ALLOCATABLE_RETRY_INTERVAL_MS,
   QOS_CGROUP_UPDATE_INTERVAL_MS,
   validateContainerManagerOptions,
   type AppliedCgroup,
+  type CgroupOomPressure,
   type ContainerManagerError,
   type ContainerManagerOptions,
   type ContainerManagerStatus,
   type NodeCapacity,
+  type PodCgroupStats,
 } from './container-manager.js';
 /** Go's CPU conversions and QoS class, from @kubelet-ts/core. */
 export { CPU_MAX_SHARES, CPU_MIN_SHARES, CPU_QUOTA_PERIOD_US, getPodQOS, milliCpuToQuota, milliCpuToShares, type PodQOSClass } from '@kubelet-ts/core';

@@ -9,7 +9,7 @@ import { CgroupfsManager, cpuSharesToWeight, DEFAULT_CGROUP_MOUNT_ROOT } from '.
 import { formatCgroupName } from './cgroup-names.js';
 import { parseSystemdToCgroupName, systemdCgroupPath, systemdUnitInfo, toSystemdName } from './systemd-names.js';
 import { SYSTEMD_NO_SUCH_UNIT, SYSTEMD_UNIT_EXISTS, SystemdError, type SystemdUnitManager, type UnitProperty } from './systemd-units.js';
-import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
+import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, MemoryEvents, PressureStats, ResourceConfig } from './types.js';
 
 /** systemd's USEC_INFINITY (and what uint64(-1) is in Go): no limit. */
 export const SYSTEMD_INFINITY = 2n ** 64n - 1n;
@@ -245,6 +245,16 @@ export class SystemdCgroupManager implements CgroupManager {
 
   killAllProcesses(name: CgroupName): Promise<boolean> {
     return this.fsManager.killAllProcesses(this.fsName(name));
+  }
+
+  /** The OOM counters of the slice's directory or of a `child` below it (e.g. `cri-containerd-<id>.scope`). */
+  memoryEvents(name: CgroupName, child?: string): Promise<MemoryEvents | undefined> {
+    return this.fsManager.memoryEvents(this.fsName(name), child);
+  }
+
+  /** The PSI files of the slice's directory or of a `child` below it (v2 only). */
+  pressure(name: CgroupName, child?: string): Promise<PressureStats | undefined> {
+    return this.fsManager.pressure(this.fsName(name), child);
   }
 }
 

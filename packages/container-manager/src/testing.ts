@@ -2,7 +2,7 @@
 import { posix } from 'node:path';
 import { cgroupfsName, parseCgroupfsToCgroupName } from './cgroup-names.js';
 import { createCgroupManager } from './create-cgroup-manager.js';
-import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, ResourceConfig } from './types.js';
+import type { CgroupFs, CgroupManager, CgroupName, CgroupVersion, MemoryEvents, PressureStats, ResourceConfig } from './types.js';
 
 export { RecordingEventRecorder, type RecordedEvent } from '@kubelet-ts/core/testing';
 
@@ -748,7 +748,7 @@ export class FakeCgroupFs implements CgroupFs {
   }
 }
 
-export type FakeCgroupManagerMethod = 'exists' | 'create' | 'update' | 'destroy' | 'pids' | 'memoryUsageBytes' | 'listChildren' | 'killAllProcesses';
+export type FakeCgroupManagerMethod = 'exists' | 'create' | 'update' | 'destroy' | 'pids' | 'memoryUsageBytes' | 'listChildren' | 'killAllProcesses' | 'memoryEvents' | 'pressure';
 
 /** A CgroupManager in memory: records created/updated/destroyed cgroups with their configs. */
 export class FakeCgroupManager implements CgroupManager {
@@ -764,6 +764,10 @@ export class FakeCgroupManager implements CgroupManager {
   readonly memoryUsage = new Map<string, number>();
   /** The cgroups killAllProcesses killed (only those where it returned true). */
   readonly killedCgroups: CgroupName[] = [];
+  /** Literal name -> the counters memoryEvents returns for that live cgroup (default `{ oomKill: 0 }`), as set. */
+  readonly oomEvents = new Map<string, MemoryEvents>();
+  /** Literal name -> the PSI figures pressure returns for that live cgroup on v2 (default none: undefined). */
+  readonly pressureStats = new Map<string, PressureStats>();
   /** Whether killAllProcesses can use cgroup.kill; default: on v2 (a kernel with Linux 5.14+). */
   cgroupKill: boolean;
   /** Literal name -> accumulated resources; the root always exists. */
@@ -851,6 +855,25 @@ export class FakeCgroupManager implements CgroupManager {
     for (const key of [...this.procs.keys()]) if (key === literal || key.startsWith(literal === '/' ? '/' : `${literal}/`)) this.procs.delete(key);
     this.killedCgroups.push([...name]);
     return true;
+  }
+
+  /** The live cgroup's (or its `child`'s) counters from `oomEvents`, `{ oomKill: 0 }` unset; undefined when it does not exist. */
+  async memoryEvents(name: CgroupName, child?: string): Promise<MemoryEvents | undefined> {
+    this.fail('memoryEvents');
+    const literal = cgroupfsName(child === undefined ? name : [...name, child]);
+    if (!this.live.has(literal)) return undefined;
+    const events = this.oomEvents.get(literal);
+    return events ? { ...events } : { oomKill: 0 };
+  }
+
+  /** v2: the live cgroup's (or its `child`'s) figures from `pressureStats`; undefined on v1, unset or when it does not exist. */
+  async pressure(name: CgroupName, child?: string): Promise<PressureStats | undefined> {
+    this.fail('pressure');
+    if (this.version !== 'v2') return undefined;
+    const literal = cgroupfsName(child === undefined ? name : [...name, child]);
+    if (!this.live.has(literal)) return undefined;
+    const stats = this.pressureStats.get(literal);
+    return stats && structuredClone(stats);
   }
 
   async listChildren(name: CgroupName): Promise<string[]> {

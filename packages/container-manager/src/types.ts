@@ -37,6 +37,43 @@ export interface CgroupFs {
   exists(path: string): Promise<boolean>;
 }
 
+/** A cgroup's OOM counters (v2 memory.events; v1 has only oomKill). */
+export interface MemoryEvents {
+  /** Times the cgroup was reclaimed below memory.low. */
+  low?: number;
+  /** Times processes were throttled for exceeding memory.high. */
+  high?: number;
+  /** Times the usage was about to go over memory.max. */
+  max?: number;
+  /** Times the cgroup's limit was hit and the OOM killer was about to run. */
+  oom?: number;
+  /** Processes the OOM killer killed. */
+  oomKill: number;
+  /** Times a whole memory.oom.group was killed (Linux 5.17+). */
+  oomGroupKill?: number;
+}
+
+/** One line of a PSI file: the share of wall time stalled (percent) over 10, 60 and 300 s, and the total in µs. */
+export interface PsiData {
+  avg10: number;
+  avg60: number;
+  avg300: number;
+  total: number;
+}
+
+/** A PSI file: `some` (at least one task stalled) and `full` (all non-idle tasks stalled; absent on old kernels for cpu). */
+export interface PsiStats {
+  some: PsiData;
+  full?: PsiData;
+}
+
+/** A cgroup's cpu.pressure, memory.pressure and io.pressure. */
+export interface PressureStats {
+  cpu?: PsiStats;
+  memory?: PsiStats;
+  io?: PsiStats;
+}
+
 /** Go: cm.CgroupManager, for the cgroupfs and systemd drivers. */
 export interface CgroupManager {
   readonly version: CgroupVersion;
@@ -64,6 +101,18 @@ export interface CgroupManager {
    * the caller then signals the pids one by one, as Go's killOnePid does.
    */
   killAllProcesses(name: CgroupName): Promise<boolean>;
+  /**
+   * The cgroup's OOM counters: v2 memory.events (hierarchical: the cgroup and everything below it); v1 the `oom_kill`
+   * of memory.oom_control (the cgroup's own kills only). undefined when the cgroup or the counter is absent; an
+   * unreadable or malformed file is an error naming it. `child`: the directory of that name right below the cgroup
+   * (one of listChildren's names, e.g. a runtime's container cgroup, which has no CgroupName of its own on systemd).
+   */
+  memoryEvents(name: CgroupName, child?: string): Promise<MemoryEvents | undefined>;
+  /**
+   * The cgroup's (or its `child`'s) pressure stall information (v2 cpu.pressure, memory.pressure, io.pressure);
+   * undefined on v1, without PSI or without the cgroup.
+   */
+  pressure(name: CgroupName, child?: string): Promise<PressureStats | undefined>;
 }
 
 /** Go: cm.QOSContainersInfo: the parents of the pod cgroups per QoS class. */
