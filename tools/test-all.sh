@@ -6,8 +6,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/install.sh || exit 1
-# The node-shutdown suite runs a private dbus-daemon and the real systemd-inhibit (no systemd needs to run).
-bash -c '. tools/lib/common.sh && kts_ensure_packages dbus-daemon systemd' || exit 1
+# The node-shutdown suite runs a private dbus-daemon and the real systemd-inhibit (no systemd needs to run); the
+# container-manager suite and the cluster e2e boot a systemd with systemd-nspawn (tools/systemd-node). Installed here,
+# before the control plane's build starts its own apt-get in the background.
+bash -c '. tools/lib/common.sh && kts_ensure_packages dbus-daemon systemd systemd-container' || exit 1
 
 echo "test-all: starting containerd for the integration tests" >&2
 if ! bash tools/containerd/start.sh >/dev/null; then

@@ -40,7 +40,7 @@ kts_ensure_packages() {
   command -v apt-get >/dev/null 2>&1 || kts_die "missing packages (${missing[*]}) and no apt-get: install them by hand"
   export DEBIAN_FRONTEND=noninteractive
   if [ -z "$KTS_APT_UPDATED" ]; then
-    apt-get update -q </dev/null >&2 || kts_die "apt-get update failed"
+    apt-get update -q -o DPkg::Lock::Timeout=300 </dev/null >&2 || kts_die "apt-get update failed"
     KTS_APT_UPDATED=1
   fi
   [ ${#missing[@]} -eq 0 ] && return 0
