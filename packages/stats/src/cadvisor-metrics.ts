@@ -20,6 +20,28 @@ export interface CadvisorContainerInfo {
   image?: string;
   /** The device of the container's writable layer (cAdvisor's `device` label on fs metrics). */
   device?: string;
+  /**
+   * OOM kills observed in the cgroup: container_oom_events_total. For a pod (container "") on cgroup v1, where the
+   * kernel counts a kill only in the victim's cgroup, the caller sums the pod cgroup and its children.
+   */
+  oomEvents?: number;
+  /** The cgroup's PSI totals (µs): container_pressure_{cpu,memory,io}_{waiting,stalled}_seconds_total. */
+  pressure?: CadvisorPressure;
+  /** When oomEvents and pressure were read (ms since the epoch): their samples' timestamp, as cAdvisor's stats time. */
+  timestampMs?: number;
+}
+
+/** A PSI file's totals in µs: `some` (at least one task stalled: "waiting") and `full` (all stalled: "stalled"). */
+export interface CadvisorPsi {
+  some?: { total: number };
+  full?: { total: number };
+}
+
+/** A cgroup's cpu.pressure, memory.pressure and io.pressure (cgroup v2 with PSI). */
+export interface CadvisorPressure {
+  cpu?: CadvisorPsi;
+  memory?: CadvisorPsi;
+  io?: CadvisorPsi;
 }
 
 export interface RenderCadvisorOptions {
@@ -30,6 +52,12 @@ export interface RenderCadvisorOptions {
 }
 
 const NANOS_PER_SECOND = 1e9;
+const MICROS_PER_SECOND = 1e6;
+const PSI_RESOURCES = [
+  ['cpu', 'CPU'],
+  ['memory', 'memory'],
+  ['io', 'IO'],
+] as const;
 
 type Labels = Record<string, string>;
 
@@ -47,6 +75,12 @@ export function renderCadvisorMetrics(summary: Summary, containers: CadvisorCont
   const rxBytes: Sample[] = [];
   const txBytes: Sample[] = [];
   const startTime: Sample[] = [];
+  const oomEvents: Sample[] = [];
+  // cAdvisor's PressureMetrics: "waiting" is PSI's some line, "stalled" its full line.
+  const pressure = Object.fromEntries(PSI_RESOURCES.map(([resource]) => [resource, { waiting: [] as Sample[], stalled: [] as Sample[] }])) as Record<
+    (typeof PSI_RESOURCES)[number][0],
+    { waiting: Sample[]; stalled: Sample[] }
+  >;
 
   const baseLabels = (namespace: string, pod: string, container: string, info?: Partial<CadvisorContainerInfo>): Labels => ({
     container,
@@ -86,6 +120,17 @@ export function renderCadvisorMetrics(summary: Summary, containers: CadvisorCont
     if (ms !== undefined && ms > 0) startTime.push({ labels, value: Math.floor(ms / 1000) });
   };
 
+  const addOomPressure = (labels: Labels, info: CadvisorContainerInfo | undefined): void => {
+    if (!info) return;
+    const timestampMs = info.timestampMs;
+    if (info.oomEvents !== undefined) oomEvents.push({ labels, value: info.oomEvents, timestampMs });
+    for (const [resource] of PSI_RESOURCES) {
+      const psi = info.pressure?.[resource];
+      if (psi?.some) pressure[resource].waiting.push({ labels, value: psi.some.total / MICROS_PER_SECOND, timestampMs });
+      if (psi?.full) pressure[resource].stalled.push({ labels, value: psi.full.total / MICROS_PER_SECOND, timestampMs });
+    }
+  };
+
   const node = summary.node;
   const rootLabels = baseLabels('', '', '', { id: '/', ...options.root });
   addCpuMemory(rootLabels, node);
@@ -97,8 +142,10 @@ export function renderCadvisorMetrics(summary: Summary, containers: CadvisorCont
 
   for (const pod of summary.pods) {
     const { namespace, name } = pod.podRef;
-    const podLabels = baseLabels(namespace, name, '', infoByKey.get(infoKey(namespace, name, '')));
+    const podInfo = infoByKey.get(infoKey(namespace, name, ''));
+    const podLabels = baseLabels(namespace, name, '', podInfo);
     addCpuMemory(podLabels, pod);
+    addOomPressure(podLabels, podInfo);
     addNetwork(podLabels, pod.network);
     addStartTime(podLabels, pod.startTime);
     for (const container of pod.containers) {
@@ -106,6 +153,7 @@ export function renderCadvisorMetrics(summary: Summary, containers: CadvisorCont
       const labels = baseLabels(namespace, name, container.name, info);
       addCpuMemory(labels, container);
       addStartTime(labels, container.startTime);
+      addOomPressure(labels, info);
       if (container.rootfs?.usedBytes !== undefined) {
         fsUsage.push({
           labels: { ...labels, device: info?.device ?? '' },
@@ -135,6 +183,21 @@ export function renderCadvisorMetrics(summary: Summary, containers: CadvisorCont
     { name: 'container_network_receive_bytes_total', help: 'Cumulative count of bytes received', type: 'counter', samples: rxBytes },
     { name: 'container_network_transmit_bytes_total', help: 'Cumulative count of bytes transmitted', type: 'counter', samples: txBytes },
     { name: 'container_start_time_seconds', help: 'Start time of the container since unix epoch in seconds.', type: 'gauge', samples: startTime },
+    { name: 'container_oom_events_total', help: 'Count of out of memory events observed for the container', type: 'counter', samples: oomEvents },
+    ...PSI_RESOURCES.flatMap(([resource, title]): MetricFamily[] => [
+      {
+        name: `container_pressure_${resource}_stalled_seconds_total`,
+        help: `Total time duration no tasks in the container could make progress due to ${title} congestion.`,
+        type: 'counter',
+        samples: pressure[resource].stalled,
+      },
+      {
+        name: `container_pressure_${resource}_waiting_seconds_total`,
+        help: `Total time duration tasks in the container have waited due to ${title} congestion.`,
+        type: 'counter',
+        samples: pressure[resource].waiting,
+      },
+    ]),
     {
       name: 'container_scrape_error',
       help: '1 if there was an error while getting container metrics, 0 otherwise',

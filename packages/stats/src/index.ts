@@ -21,5 +21,5 @@ export {
 } from './host.js';
 export { VolumeDirStats, DEFAULT_VOLUME_STATS_PERIOD_MS, type PodVolumeStats, type PodVolumeStatsFunction, type VolumeDirStatsOptions } from './volumes.js';
 export { renderResourceMetrics, scrapeResourceMetrics } from './resource-metrics.js';
-export { renderCadvisorMetrics, type CadvisorContainerInfo, type RenderCadvisorOptions } from './cadvisor-metrics.js';
+export { renderCadvisorMetrics, type CadvisorContainerInfo, type CadvisorPressure, type CadvisorPsi, type RenderCadvisorOptions } from './cadvisor-metrics.js';
 export { formatGoFloat, escapeLabelValue, renderFamilies, type MetricFamily, type MetricType, type Sample } from './prometheus-text.js';

@@ -237,3 +237,61 @@ t.test('/metrics/cadvisor: root, pod and container series with cAdvisor names an
     ].join('\n'),
   );
 });
+
+t.test('/metrics/cadvisor: container_oom_events_total and the PSI families (waiting = some, stalled = full, µs to seconds), only where given', async (t) => {
+  const summary: Summary = {
+    node: { nodeName: 'n', startTime: '' },
+    pods: [
+      { podRef: { name: 'oom', namespace: 'ns', uid: 'u2' }, startTime: '', containers: [{ name: 'app', startTime: '' }, { name: 'side', startTime: '' }] },
+      { podRef: { name: 'quiet', namespace: 'ns', uid: 'u3' }, startTime: '', containers: [] },
+    ],
+  };
+  const readAt = 1767225610000;
+  const text = renderCadvisorMetrics(summary, [
+    {
+      namespace: 'ns',
+      pod: 'oom',
+      container: '',
+      id: '/kubepods/burstable/podu2',
+      oomEvents: 2,
+      pressure: { cpu: { some: { total: 2_500_000 }, full: { total: 1_500_000 } }, memory: { some: { total: 42 }, full: { total: 7 } }, io: { some: { total: 1 } } },
+      timestampMs: readAt,
+    },
+    { namespace: 'ns', pod: 'oom', container: 'app', id: 'c1', name: 'c1', image: 'busybox', oomEvents: 1, timestampMs: readAt },
+    // A container whose counters could not be read has no OOM or PSI samples; a pod without info neither.
+    { namespace: 'ns', pod: 'oom', container: 'side', id: 'c2', name: 'c2', image: 'busybox' },
+  ]);
+  const pod = 'container="",id="/kubepods/burstable/podu2",image="",name="",namespace="ns",pod="oom"';
+  const app = 'container="app",id="c1",image="busybox",name="c1",namespace="ns",pod="oom"';
+  const ts = ` ${readAt}`;
+  const families = text.split(/(?=^# HELP )/m).filter((f) => /container_(oom|pressure)_/.test(f));
+  t.equal(
+    families.join(''),
+    [
+      '# HELP container_oom_events_total Count of out of memory events observed for the container',
+      '# TYPE container_oom_events_total counter',
+      `container_oom_events_total{${pod}} 2${ts}`,
+      `container_oom_events_total{${app}} 1${ts}`,
+      '# HELP container_pressure_cpu_stalled_seconds_total Total time duration no tasks in the container could make progress due to CPU congestion.',
+      '# TYPE container_pressure_cpu_stalled_seconds_total counter',
+      `container_pressure_cpu_stalled_seconds_total{${pod}} 1.5${ts}`,
+      '# HELP container_pressure_cpu_waiting_seconds_total Total time duration tasks in the container have waited due to CPU congestion.',
+      '# TYPE container_pressure_cpu_waiting_seconds_total counter',
+      `container_pressure_cpu_waiting_seconds_total{${pod}} 2.5${ts}`,
+      '# HELP container_pressure_io_waiting_seconds_total Total time duration tasks in the container have waited due to IO congestion.',
+      '# TYPE container_pressure_io_waiting_seconds_total counter',
+      `container_pressure_io_waiting_seconds_total{${pod}} 1e-06${ts}`,
+      '# HELP container_pressure_memory_stalled_seconds_total Total time duration no tasks in the container could make progress due to memory congestion.',
+      '# TYPE container_pressure_memory_stalled_seconds_total counter',
+      `container_pressure_memory_stalled_seconds_total{${pod}} 7e-06${ts}`,
+      '# HELP container_pressure_memory_waiting_seconds_total Total time duration tasks in the container have waited due to memory congestion.',
+      '# TYPE container_pressure_memory_waiting_seconds_total counter',
+      `container_pressure_memory_waiting_seconds_total{${pod}} 4.2e-05${ts}`,
+      '',
+    ].join('\n'),
+    'io has no full line here: container_pressure_io_stalled_seconds_total has no samples and is not rendered',
+  );
+  t.notMatch(text, /container_pressure_io_stalled_seconds_total/);
+  const none = renderCadvisorMetrics(summary, []);
+  t.notMatch(none, /container_oom_events_total|container_pressure_/, 'without figures neither family is rendered');
+});
