@@ -1,7 +1,7 @@
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
 import { errorText, type Clock, type Logger } from '@kubelet-ts/core';
 import { runtimeapi, type RuntimeService } from '@kubelet-ts/cri-client';
-import { getContainerInfoFromLabels } from '@kubelet-ts/runtime-manager';
+import type { ContainerManager } from '@kubelet-ts/container-manager';
 import type { ImageService } from '@kubelet-ts/cri-client';
 import { ContainerLogManager, type LogManager } from '@kubelet-ts/container-logs';
 import { cachedMachineInfo } from '@kubelet-ts/node-status';
@@ -16,6 +16,7 @@ import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { KubeletServerHost } from './server-host.js';
 import { verbositySetter } from './log-verbosity.js';
 import { claimVolumeStats, podVolumeStatsWithPlugins } from './volume-stats.js';
+import { cadvisorContainerInfos } from './cadvisor-info.js';
 import type { CertificateManager } from '@kubelet-ts/certificate';
 
 /** What the kubelet's servers publish besides the routes: the metrics registries and the request counter. */
@@ -218,13 +219,16 @@ export function registerServerDeps(c: DependencyContainer, config: KubeletConfig
         cadvisorMetrics: async () => {
           const runtime = c.resolve<RuntimeService>(Tokens.RuntimeService);
           const [summary, containers] = await Promise.all([provider.get(false), runtime.listContainers({ state: { state: runtimeapi.ContainerState.CONTAINER_RUNNING } })]);
-          return renderCadvisorMetrics(
+          // With pod cgroups, the pods' and containers' OOM counters and PSI (container_oom_events_total, container_pressure_*).
+          const infos = await cadvisorContainerInfos({
             summary,
-            containers.map((ct) => {
-              const { podNamespace, podName, containerName } = getContainerInfoFromLabels(ct.labels);
-              return { namespace: podNamespace, pod: podName, container: containerName, id: ct.id, name: ct.id, image: ct.image?.image ?? '' };
-            }),
-          );
+            containers,
+            containerManager: c.resolve<ContainerManager | undefined>(Tokens.ContainerManager),
+            podByUid: (uid) => c.resolve<Kubelet>(Tokens.Kubelet).podManager.getPodByUid(uid),
+            clock: c.resolve<Clock>(Tokens.Clock),
+            logger,
+          });
+          return renderCadvisorMetrics(summary, infos);
         },
       };
     }),
