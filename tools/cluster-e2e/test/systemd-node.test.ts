@@ -203,7 +203,30 @@ await t.test('a container that allocates past its memory limit is OOM-killed and
   const last = p.status.containerStatuses[0].lastState.terminated;
   t.equal(last.reason, 'OOMKilled', 'kubectl: lastState.terminated.reason OOMKilled');
   t.equal(last.exitCode, 137, 'exit code 137 (SIGKILL)');
-  t.equal(cgroupFile('memory', `kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${escaped(p.metadata.uid)}.slice`, 'memory.limit_in_bytes'), String(32 * MiB), 'the pod slice holds the 32Mi limit');
+  const podSlice = `kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${escaped(p.metadata.uid)}.slice`;
+  t.equal(cgroupFile('memory', podSlice, 'memory.limit_in_bytes'), String(32 * MiB), 'the pod slice holds the 32Mi limit');
+  // /metrics/cadvisor: the kubelet reads the pod slice's OOM counter. On cgroup v2 memory.events is hierarchical, so
+  // the pod's count keeps the kill after the killed container's scope is gone. On v1 (this node's memory hierarchy)
+  // the kernel counts a kill only in the victim's memcg, the container's scope, which is removed with the container:
+  // the pod series is there (read from the slice) but its count is what the live scopes and the slice still hold.
+  const unified = (() => {
+    try {
+      node.readFile('/sys/fs/cgroup/cgroup.controllers');
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  const cadvisor = await kubectl.run(['get', '--raw', `/api/v1/nodes/${NODE}/proxy/metrics/cadvisor`]);
+  const oomSamples = [...cadvisor.matchAll(/^container_oom_events_total\{([^}]*)\} (\S+)/gm)].map(([, labels, value]) => ({
+    labels: Object.fromEntries([...labels.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map(([, k, v]) => [k, v])),
+    value: Number(value),
+  }));
+  const podSeries = oomSamples.find((s) => s.labels.pod === 'oom' && s.labels.namespace === NS && s.labels.container === '');
+  t.ok(podSeries, `/metrics/cadvisor has container_oom_events_total for the pod (container=""):\n${oomSamples.map((s) => JSON.stringify(s)).join('\n')}`);
+  t.equal(podSeries?.labels.id, `/${podSlice}`, "the pod series' id is the pod slice it was read from");
+  if (unified) t.ok((podSeries?.value ?? 0) >= 1, `cgroup v2: the pod's memory.events counts the kill (${podSeries?.value})`);
+  else t.ok(Number.isInteger(podSeries?.value) && podSeries!.value >= 0, `cgroup v1: a count read from the slice and its scopes (${podSeries?.value})`);
   await kubectl.run(['delete', 'pod', '-n', NS, 'oom', '--wait=true', '--timeout=60s']);
 });
 
