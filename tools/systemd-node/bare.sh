@@ -108,22 +108,6 @@ boot() {
   kts_die "systemd-nspawn started no systemd within 10 s (output above)"
 }
 
-wait_running() {
-  local pid=$1 timeout=$2 start state
-  start=$(date +%s)
-  while :; do
-    state=$(kts_sd_in "$pid" systemctl is-system-running 2>/dev/null || true)
-    case "$state" in
-      running) return 0 ;;
-      degraded)
-        kts_sd_in "$pid" systemctl --failed --no-pager >&2 || true
-        kts_die "systemd in $MACHINE is degraded (failed units above; journal: nsenter -t $pid -a journalctl -b)" ;;
-    esac
-    [ $(( $(date +%s) - start )) -lt "$timeout" ] || { kts_sd_in "$pid" systemctl list-jobs --no-pager >&2 || true; kts_die "systemd in $MACHINE is '$state' after ${timeout}s, not running"; }
-    kts_sd_nspawn_pid >/dev/null || { tail -n 30 "$LOG" >&2; kts_die "the container exited while booting (log above)"; }
-    sleep 0.2
-  done
-}
 
 # hybrid: nspawn mounts the v1 controller hierarchies read-only; hand them to the systemd inside (they are rooted
 # at our kts- cgroup) and make it probe them again (see README "Why the remount").
@@ -151,7 +135,7 @@ bad=$(awk -F: -v cg="/$CGROUP" -v hs=" $HIERARCHIES " '{
   h = ($2 == "") ? "unified" : ($2 == "name=systemd" ? "systemd" : $2)
   if (index(hs, " " h " ") && $3 != cg && index($3, cg "/") != 1) print }' "/proc/$pid/cgroup")
 [ -z "$bad" ] || kts_die "the systemd of $MACHINE (pid $pid) is not under /$CGROUP: $bad"
-wait_running "$pid" "${KUBELET_TS_SYSTEMD_NODE_TIMEOUT:-60}"
+kts_sd_wait_running "$pid" "${KUBELET_TS_SYSTEMD_NODE_TIMEOUT:-60}"
 [ "$MODE" = hybrid ] && controllers_rw "$pid"
 # The host directory of the node's cgroup root ("/" inside): where its systemd sits, without /init.scope.
 if [ "$MODE" = unified ]; then

@@ -133,3 +133,25 @@ kts_sd_remove_cgroups() {
   done
   return $failed
 }
+
+# kts_sd_wait_running PID TIMEOUT: the systemd inside ($MACHINE, booted with its output in $LOG) must reach `running`;
+# `degraded` is an error, with the failed units shown.
+kts_sd_wait_running() {
+  local pid=$1 timeout=$2 start state
+  start=$(date +%s)
+  while :; do
+    state=$(kts_sd_in "$pid" systemctl is-system-running 2>/dev/null || true)
+    case "$state" in
+      running) return 0 ;;
+      degraded)
+        kts_sd_in "$pid" systemctl --failed --no-pager >&2 || true
+        kts_die "systemd in $MACHINE is degraded (failed units above; journal: nsenter -t $pid -a journalctl -b)" ;;
+    esac
+    if [ $(( $(date +%s) - start )) -ge "$timeout" ]; then
+      kts_sd_in "$pid" systemctl list-jobs --no-pager >&2 || true
+      kts_die "systemd in $MACHINE is '$state' after ${timeout}s, not running (pending jobs above)"
+    fi
+    kts_sd_nspawn_pid >/dev/null || { tail -n 30 "$LOG" >&2; kts_die "the container exited while booting (log above)"; }
+    sleep 0.2
+  done
+}

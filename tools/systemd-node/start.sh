@@ -127,26 +127,6 @@ boot() {
   kts_die "systemd-nspawn started no systemd within 10 s (output above)"
 }
 
-# The systemd inside must reach `running`; `degraded` is an error, with the failed units shown.
-wait_running() {
-  local pid=$1 timeout=$2 start state
-  start=$(date +%s)
-  while :; do
-    state=$(kts_sd_in "$pid" systemctl is-system-running 2>/dev/null || true)
-    case "$state" in
-      running) return 0 ;;
-      degraded)
-        kts_sd_in "$pid" systemctl --failed --no-pager >&2 || true
-        kts_die "systemd in $MACHINE is degraded (failed units above; journal: nsenter -t $pid -a journalctl -b)" ;;
-    esac
-    if [ $(( $(date +%s) - start )) -ge "$timeout" ]; then
-      kts_sd_in "$pid" systemctl list-jobs --no-pager >&2 || true
-      kts_die "systemd in $MACHINE is '$state' after ${timeout}s, not running (pending jobs above)"
-    fi
-    kts_sd_nspawn_pid >/dev/null || { tail -n 30 "$LOG" >&2; kts_die "the container exited while booting (log above)"; }
-    sleep 0.2
-  done
-}
 
 # nspawn mounts the v1 controller hierarchies read-only (the container may not manage them); hand them to the
 # systemd inside (they are rooted at our kts- cgroup) and make it re-probe them, so it manages memory, cpu, pids.
@@ -298,7 +278,7 @@ nspawn=$(kts_sd_nspawn_pid)
 # every hierarchy of the booted systemd must be under our cgroup
 bad=$(awk -F: -v cg="/$CGROUP" '{ if ($3 != cg && index($3, cg "/") != 1) print }' "/proc/$pid/cgroup")
 [ -z "$bad" ] || kts_die "the node's systemd (pid $pid) is not under /$CGROUP in every hierarchy: $bad"
-wait_running "$pid" "${KUBELET_TS_SYSTEMD_NODE_TIMEOUT:-60}"
+kts_sd_wait_running "$pid" "${KUBELET_TS_SYSTEMD_NODE_TIMEOUT:-60}"
 kts_log "systemd running in $MACHINE after $(ms_since "$T0") ms"
 step() { local t; t=$(date +%s%N); "$@"; kts_log "$1: $(ms_since "$t") ms"; }
 step controllers_rw "$pid"
