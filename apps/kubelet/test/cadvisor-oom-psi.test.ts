@@ -5,17 +5,8 @@ import t from 'tap';
 import type { V1Pod } from '@kubernetes/client-node';
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import type { runtimeapi } from '@kubelet-ts/cri-client';
-import {
-  ContainerManager,
-  createCgroupManager,
-  SYSTEMD_NO_SUCH_UNIT,
-  SYSTEMD_UNIT_EXISTS,
-  SystemdError,
-  type CgroupDriver,
-  type CgroupVersion,
-  type SystemdUnitManager,
-} from '@kubelet-ts/container-manager';
-import { FakeCgroupFs } from '@kubelet-ts/container-manager/testing';
+import { ContainerManager, createCgroupManager, type CgroupDriver, type CgroupVersion } from '@kubelet-ts/container-manager';
+import { FakeCgroupFs, InMemorySystemdUnits } from '@kubelet-ts/container-manager/testing';
 import { renderCadvisorMetrics, type Summary } from '@kubelet-ts/stats';
 import { cadvisorContainerInfos } from '../src/cadvisor-info.js';
 
@@ -23,23 +14,6 @@ const CG = '/sys/fs/cgroup';
 const APP = 'a'.repeat(64);
 const SANDBOX = 'b'.repeat(64);
 const UID = '8d5f2c1e-77aa-4b0c';
-
-/** systemd's manager in memory (see the container-manager README): units come and go. */
-class InMemorySystemd implements SystemdUnitManager {
-  readonly units = new Set<string>();
-  async startTransientUnit(name: string): Promise<void> {
-    if (this.units.has(name)) throw new SystemdError(SYSTEMD_UNIT_EXISTS, `Unit ${name} already exists.`);
-    this.units.add(name);
-  }
-  async setUnitProperties(name: string): Promise<void> {
-    if (!this.units.has(name)) throw new SystemdError(SYSTEMD_NO_SUCH_UNIT, `Unit ${name} not loaded.`);
-  }
-  async stopUnit(name: string): Promise<void> {
-    if (!this.units.delete(name)) throw new SystemdError(SYSTEMD_NO_SUCH_UNIT, `Unit ${name} not loaded.`);
-  }
-  async resetFailedUnit(): Promise<void> {}
-  close(): void {}
-}
 
 const pod: V1Pod = {
   metadata: { name: 'oom', namespace: 'ns', uid: UID },
@@ -61,7 +35,7 @@ const running = [
 async function oomKilledPod(driver: CgroupDriver, version: CgroupVersion, logger: RecordingLogger) {
   const fs = new FakeCgroupFs({ version });
   const clock = new FakeClock();
-  const cgroupManager = await createCgroupManager({ driver, fs, systemdUnits: driver === 'systemd' ? new InMemorySystemd() : undefined, clock });
+  const cgroupManager = await createCgroupManager({ driver, fs, systemdUnits: driver === 'systemd' ? new InMemorySystemdUnits() : undefined, clock });
   const cm = new ContainerManager({ cgroupDriver: driver, cgroupManager, capacity: { milliCpu: 2000, memoryBytes: 4 * 2 ** 30 }, clock, logger });
   await cm.start(() => [pod]);
   await cm.stop();

@@ -901,3 +901,4 @@ export async function removeHostCgroup(literal: string): Promise<void> {
   await manager.destroy(parseCgroupfsToCgroupName(literal));
 }
 export { FAKE_SYSTEMD_SLICE_PROPERTIES, FakeSystemdManager, type FakeSystemdCall, type FakeSystemdFs, type FakeSystemdManagerOptions, type FakeSystemdUnit, type FakeSystemdUnitState } from './testing-systemd.js';
+export { InMemorySystemdUnits, type InMemorySystemdCall } from './testing-systemd-memory.js';

@@ -3,31 +3,14 @@
 // memory.oom_control only; v2's memory.events is hierarchical).
 import t from 'tap';
 import { FakeClock } from '@kubelet-ts/core/testing';
-import { CgroupfsManager, containerIdFromCgroup, ContainerManager, createCgroupManager, SYSTEMD_NO_SUCH_UNIT, SYSTEMD_UNIT_EXISTS, SystemdError } from '../src/index.js';
-import type { CgroupDriver, CgroupVersion, SystemdUnitManager } from '../src/index.js';
-import { FakeCgroupFs, FakeCgroupManager } from '../src/testing.js';
+import { CgroupfsManager, containerIdFromCgroup, ContainerManager, createCgroupManager } from '../src/index.js';
+import type { CgroupDriver, CgroupVersion } from '../src/index.js';
+import { FakeCgroupFs, FakeCgroupManager, InMemorySystemdUnits } from '../src/testing.js';
 import { CG, container, makePod } from './helpers.js';
 
 const GiB = 2 ** 30;
 const APP = 'a'.repeat(64);
 const SANDBOX = 'b'.repeat(64);
-
-/** systemd's manager in memory: units come and go, the directories are the driver's (FakeCgroupFs). */
-class InMemorySystemd implements SystemdUnitManager {
-  readonly units = new Set<string>();
-  async startTransientUnit(name: string): Promise<void> {
-    if (this.units.has(name)) throw new SystemdError(SYSTEMD_UNIT_EXISTS, `Unit ${name} already exists.`);
-    this.units.add(name);
-  }
-  async setUnitProperties(name: string): Promise<void> {
-    if (!this.units.has(name)) throw new SystemdError(SYSTEMD_NO_SUCH_UNIT, `Unit ${name} not loaded.`);
-  }
-  async stopUnit(name: string): Promise<void> {
-    if (!this.units.delete(name)) throw new SystemdError(SYSTEMD_NO_SUCH_UNIT, `Unit ${name} not loaded.`);
-  }
-  async resetFailedUnit(): Promise<void> {}
-  close(): void {}
-}
 
 const pod = makePod('8d5f2c1e-77aa-4b0c', [container('app', { requests: { memory: '32Mi' }, limits: { memory: '64Mi' } })]);
 
@@ -35,7 +18,7 @@ const pod = makePod('8d5f2c1e-77aa-4b0c', [container('app', { requests: { memory
 async function node(driver: CgroupDriver, version: CgroupVersion) {
   const fs = new FakeCgroupFs({ version });
   const clock = new FakeClock();
-  const cgroupManager = await createCgroupManager({ driver, fs, systemdUnits: driver === 'systemd' ? new InMemorySystemd() : undefined, clock });
+  const cgroupManager = await createCgroupManager({ driver, fs, systemdUnits: driver === 'systemd' ? new InMemorySystemdUnits() : undefined, clock });
   const cm = new ContainerManager({ cgroupDriver: driver, cgroupManager, capacity: { milliCpu: 2000, memoryBytes: 4 * GiB }, clock });
   await cm.start(() => [pod]);
   await cm.newPodContainerManager().ensureExists(pod);

@@ -3,31 +3,12 @@
 // (pids, then memory, then cpu), and the systemd driver's error names the CgroupName as Go's does.
 import t from 'tap';
 import { RecordingLogger } from '@kubelet-ts/core/testing';
-import { CgroupfsManager, SystemdCgroupManager, type SystemdUnitManager, type UnitProperty } from '../src/index.js';
-import { FakeCgroupFs } from '../src/testing.js';
+import { CgroupfsManager, SystemdCgroupManager } from '../src/index.js';
+import { FakeCgroupFs, InMemorySystemdUnits } from '../src/testing.js';
 import { CG } from './helpers.js';
 
 const MiB = 2 ** 20;
 const ALL = { cpuShares: 256, cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitBytes: 64 * MiB, pidsLimit: 100 };
-
-/** Accepts every call (systemd accepts the properties; it is the files that are missing). */
-class AcceptingUnits implements SystemdUnitManager {
-  readonly set: { unit: string; props: UnitProperty[] }[] = [];
-  startTransientUnit(): Promise<void> {
-    return Promise.resolve();
-  }
-  stopUnit(): Promise<void> {
-    return Promise.resolve();
-  }
-  setUnitProperties(unit: string, _runtime: boolean, props: UnitProperty[]): Promise<void> {
-    this.set.push({ unit, props });
-    return Promise.resolve();
-  }
-  resetFailedUnit(): Promise<void> {
-    return Promise.resolve();
-  }
-  close(): void {}
-}
 
 t.test('fs2 Set order: pids.max, memory.max, cpu.weight, cpu.max', async (t) => {
   const fs = new FakeCgroupFs({ version: 'v2' });
@@ -53,7 +34,7 @@ t.test('no controllers: the update fails on pids.max first', async (t) => {
 
 t.test('the systemd driver: the v2 update error names the CgroupName, not the slice directories', async (t) => {
   const fs = new FakeCgroupFs({ version: 'v2', controllers: [] });
-  const units = new AcceptingUnits();
+  const units = new InMemorySystemdUnits();
   const logger = new RecordingLogger();
   const manager = new SystemdCgroupManager({ version: 'v2', units, fs, logger });
   const uid = '0a1b2c3d-4e5f-6789-abcd-ef0123456789';
@@ -67,5 +48,5 @@ t.test('the systemd driver: the v2 update error names the CgroupName, not the sl
   t.equal(logged.length, 1, 'create logs the failed update (the slices without resources write nothing)');
   t.equal((logged[0].err as Error).message, expected);
   await t.rejects(manager.update(pod, ALL), { message: expected });
-  t.equal(units.set.at(-1)?.unit, 'kubepods-burstable-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice', 'SetUnitProperties came first');
+  t.equal(units.calls.filter((c) => c.method === 'SetUnitProperties').at(-1)?.unit, 'kubepods-burstable-pod0a1b2c3d_4e5f_6789_abcd_ef0123456789.slice', 'SetUnitProperties came first');
 });
