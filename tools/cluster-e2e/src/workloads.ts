@@ -2,6 +2,27 @@ import type { RuntimeService } from '@kubelet-ts/cri-client';
 /** A shell loop that ends promptly on SIGTERM even as PID 1 (which ignores signals it has no trap for). */
 export const sleepForever = "trap 'exit 0' TERM; while true; do sleep 1; done";
 
+/** A shell that holds `bytes` of memory (a command substitution keeps the whole output) and then sleeps. */
+export const memoryHog = (bytes: number) => ({ command: ['sh', '-c', `x=$(head -c ${bytes} /dev/zero | tr '\\0' a); echo held; ${sleepForever}`] });
+
+/**
+ * A pod bound to a node (spec.nodeName: no scheduler, admission is the kubelet's alone) with one container `app`
+ * of `image` (IfNotPresent), `container` merged into it and `extra` into the spec; 2 s grace period.
+ */
+export function boundPod(where: { name: string; namespace: string; node: string; image: string }, container: Json, extra: Json = {}): Json {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: where.name, namespace: where.namespace },
+    spec: {
+      nodeName: where.node,
+      terminationGracePeriodSeconds: 2,
+      containers: [{ name: 'app', image: where.image, imagePullPolicy: 'IfNotPresent', ...container }],
+      ...extra,
+    },
+  };
+}
+
 export interface DeploymentOptions {
   name: string;
   namespace: string;

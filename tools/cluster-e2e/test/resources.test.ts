@@ -11,7 +11,7 @@ import { parseMeminfo } from '@kubelet-ts/core';
 import { readContainerdEnv, removeRuntimePods } from '@kubelet-ts/cri-conformance';
 import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { ensureCluster, Kubectl, KubeletProcess, nodeKubeconfig, ourCgroupRoot, unmountAndRemove, waitFor } from '../src/index.js';
-import { condition, sleepForever } from '../src/workloads.js';
+import { boundPod, condition, memoryHog, sleepForever } from '../src/workloads.js';
 
 type Json = Record<string, any>;
 
@@ -52,22 +52,8 @@ const eventsFor = async (name: string): Promise<Json[]> => (await kubectl.json([
 const getNode = () => kubectl.getOrUndefined(['node', NODE]);
 
 /** A busybox pod bound to the node (no scheduler: admission is the kubelet's alone). */
-function pod(name: string, container: Json, extra: Json = {}): Json {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NS },
-    spec: {
-      nodeName: NODE,
-      terminationGracePeriodSeconds: 2,
-      containers: [{ name: 'app', image: containerd.busyboxImage, imagePullPolicy: 'IfNotPresent', ...container }],
-      ...extra,
-    },
-  };
-}
+const pod = (name: string, container: Json, extra: Json = {}): Json => boundPod({ name, namespace: NS, node: NODE, image: containerd.busyboxImage }, container, extra);
 const sleeper = { command: ['sh', '-c', sleepForever] };
-/** A shell that holds `bytes` of memory (a command substitution keeps the whole output) and then sleeps. */
-const memoryHog = (bytes: number) => ({ command: ['sh', '-c', `x=$(head -c ${bytes} /dev/zero | tr '\\0' a); echo held; ${sleepForever}`] });
 
 async function running(name: string, timeoutMs = 60_000): Promise<Json> {
   return waitFor(`pod ${name} Running`, async () => {

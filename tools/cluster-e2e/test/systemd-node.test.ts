@@ -8,7 +8,7 @@
 import t from 'tap';
 import { createBootstrapToken, ensureCluster, Kubectl, waitFor } from '../src/index.js';
 import { SystemdNode } from '../src/systemd-node.js';
-import { condition, sleepForever } from '../src/workloads.js';
+import { boundPod, condition, memoryHog, sleepForever } from '../src/workloads.js';
 
 type Json = Record<string, any>;
 
@@ -55,22 +55,8 @@ const cgroupExists = (subsystem: string, path: string) => {
   }
 };
 
-function pod(name: string, container: Json, extra: Json = {}): Json {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NS },
-    spec: {
-      nodeName: NODE,
-      terminationGracePeriodSeconds: 2,
-      containers: [{ name: 'app', image: node.env.busyboxImage, imagePullPolicy: 'IfNotPresent', ...container }],
-      ...extra,
-    },
-  };
-}
+const pod = (name: string, container: Json, extra: Json = {}): Json => boundPod({ name, namespace: NS, node: NODE, image: node.env.busyboxImage }, container, extra);
 const sleeper = (greeting: string) => ({ command: ['sh', '-c', `echo ${greeting}; ${sleepForever}`] });
-/** A shell that holds `bytes` of memory (a command substitution keeps the whole output) and then sleeps. */
-const memoryHog = (bytes: number) => ({ command: ['sh', '-c', `x=$(head -c ${bytes} /dev/zero | tr '\\0' a); echo held; ${sleepForever}`] });
 
 async function running(name: string, timeoutMs = 90_000): Promise<Json> {
   return waitFor(`pod ${name} Running`, async () => {
