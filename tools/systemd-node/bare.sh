@@ -90,40 +90,16 @@ boot() {
   # namespace rooted at our cgroup); hybrid: unset, nspawn follows the host's layout.
   local unified_env=(-u SYSTEMD_NSPAWN_UNIFIED_HIERARCHY)
   [ "$MODE" = unified ] && unified_env=(SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1)
-  setsid sh -c '
-    for f in '"$paths"'; do echo $$ > "$f" || { echo "cannot move the launcher into $f" >&2; exit 1; }; done
-    exec "$@"' launcher \
+  kts_sd_launch_in "$paths" \
     env "${unified_env[@]}" systemd-nspawn -D / --volatile=yes --register=no --keep-unit --console=passive -M "$MACHINE" \
       --private-network --resolv-conf=off --timezone=off --bind=/work \
       -b systemd.firstboot=off systemd.mask=etcd.service systemd.mask=containerd.service systemd.mask=kubelet.service \
       systemd.mask=systemd-networkd.service systemd.mask=systemd-networkd-wait-online.service systemd.mask=systemd-resolved.service \
     </dev/null >>"$LOG" 2>&1 &
   echo $! > "$NSPAWN_PIDFILE"
-  for _ in $(seq 1 100); do
-    kts_sd_inner_pid >/dev/null && return 0
-    kts_sd_nspawn_pid >/dev/null || { cat "$LOG" >&2; kts_die "systemd-nspawn exited during start (its output above, $LOG)"; }
-    sleep 0.1
-  done
-  cat "$LOG" >&2
-  kts_die "systemd-nspawn started no systemd within 10 s (output above)"
+  kts_sd_wait_for_systemd
 }
 
-
-# hybrid: nspawn mounts the v1 controller hierarchies read-only; hand them to the systemd inside (they are rooted
-# at our kts- cgroup) and make it probe them again (see README "Why the remount").
-controllers_rw() {
-  local pid=$1 c changed=0
-  for c in $KTS_SD_CONTROLLERS; do
-    if kts_sd_in "$pid" findmnt -n -o OPTIONS "/sys/fs/cgroup/$c" | grep -qE '(^|,)ro(,|$)'; then
-      kts_sd_in "$pid" mount -o remount,bind,rw "/sys/fs/cgroup/$c" || kts_die "inside $MACHINE: mount -o remount,bind,rw /sys/fs/cgroup/$c failed"
-      changed=1
-    fi
-  done
-  [ $changed = 1 ] || return 0
-  kts_sd_in "$pid" systemctl daemon-reexec || kts_die "inside $MACHINE: systemctl daemon-reexec failed"
-  for _ in $(seq 1 50); do kts_sd_in "$pid" systemctl is-system-running >/dev/null 2>&1 && return 0; sleep 0.1; done
-  kts_die "inside $MACHINE: systemd is not running again 5 s after daemon-reexec"
-}
 
 if ! pid=$(kts_sd_inner_pid); then
   kts_log "booting systemd in $MACHINE ($MODE, log $LOG)"
@@ -136,7 +112,7 @@ bad=$(awk -F: -v cg="/$CGROUP" -v hs=" $HIERARCHIES " '{
   if (index(hs, " " h " ") && $3 != cg && index($3, cg "/") != 1) print }' "/proc/$pid/cgroup")
 [ -z "$bad" ] || kts_die "the systemd of $MACHINE (pid $pid) is not under /$CGROUP: $bad"
 kts_sd_wait_running "$pid" "${KUBELET_TS_SYSTEMD_NODE_TIMEOUT:-60}"
-[ "$MODE" = hybrid ] && controllers_rw "$pid"
+[ "$MODE" = hybrid ] && kts_sd_controllers_rw "$pid"
 # The host directory of the node's cgroup root ("/" inside): where its systemd sits, without /init.scope.
 if [ "$MODE" = unified ]; then
   inner=$(awk -F: '$1 == 0 { print $3 }' "/proc/$pid/cgroup"); cg_root="/sys/fs/cgroup/unified${inner%/init.scope}"

@@ -155,3 +155,44 @@ kts_sd_wait_running() {
     sleep 0.2
   done
 }
+
+# kts_sd_launch_in "CGROUP_PROCS_FILES" CMD... &: becomes CMD (in a new session) after moving itself into each of the
+# given cgroup.procs files, so the container never starts in a cgroup of the machine's. Call it in the background:
+# it execs, so $! is CMD's pid.
+kts_sd_launch_in() {
+  local procs=$1
+  shift
+  exec setsid sh -c '
+    for f in '"$procs"'; do echo $$ > "$f" || { echo "cannot move the launcher into $f" >&2; exit 1; }; done
+    exec "$@"' launcher "$@"
+}
+
+# kts_sd_wait_for_systemd: waits up to 10 s for the systemd inside $MACHINE to exist; dies with nspawn's output ($LOG)
+# when nspawn exits or no systemd comes.
+kts_sd_wait_for_systemd() {
+  local i
+  for i in $(seq 1 100); do
+    kts_sd_inner_pid >/dev/null && return 0
+    kts_sd_nspawn_pid >/dev/null || { cat "$LOG" >&2; kts_die "systemd-nspawn exited during start (its output above, $LOG)"; }
+    sleep 0.1
+  done
+  cat "$LOG" >&2
+  kts_die "systemd-nspawn started no systemd within 10 s (output above)"
+}
+
+# kts_sd_controllers_rw PID: nspawn mounts the v1 controller hierarchies read-only (the container may not manage
+# them); hands them to the systemd inside (they are rooted at our kts- cgroup) and makes it probe them again
+# (daemon-reexec), so it manages memory, cpu and pids (see README "Why the remount").
+kts_sd_controllers_rw() {
+  local pid=$1 c changed=0 i
+  for c in $KTS_SD_CONTROLLERS; do
+    if kts_sd_in "$pid" findmnt -n -o OPTIONS "/sys/fs/cgroup/$c" | grep -qE '(^|,)ro(,|$)'; then
+      kts_sd_in "$pid" mount -o remount,bind,rw "/sys/fs/cgroup/$c" || kts_die "inside $MACHINE: mount -o remount,bind,rw /sys/fs/cgroup/$c failed"
+      changed=1
+    fi
+  done
+  [ $changed = 1 ] || return 0
+  kts_sd_in "$pid" systemctl daemon-reexec || kts_die "inside $MACHINE: systemctl daemon-reexec failed"
+  for i in $(seq 1 50); do kts_sd_in "$pid" systemctl is-system-running >/dev/null 2>&1 && return 0; sleep 0.1; done
+  kts_die "inside $MACHINE: systemd is not running again 5 s after daemon-reexec"
+}

@@ -102,9 +102,7 @@ boot() {
   # cgroup of the machine's (our own memory cgroup belongs to the machine).
   # --volatile=yes: the host's /usr read-only, everything else a tmpfs; --keep-unit --register=no: no machined;
   # systemd.mask: units that must not run in the node (the host's etcd, networkd and resolved).
-  setsid sh -c '
-    for f in '"$cgroup_paths"'; do echo $$ > "$f" || { echo "cannot move the launcher into $f" >&2; exit 1; }; done
-    exec "$@"' launcher \
+  kts_sd_launch_in "$cgroup_paths" \
     systemd-nspawn -D / --volatile=yes --register=no --keep-unit --console=passive -M "$MACHINE" \
       --private-network --network-veth --resolv-conf=copy-host --timezone=off \
       --system-call-filter=@keyring \
@@ -114,35 +112,15 @@ boot() {
       systemd.mask=systemd-networkd-wait-online.service systemd.mask=systemd-resolved.service \
     </dev/null >>"$LOG" 2>&1 &
   echo $! > "$NSPAWN_PIDFILE"
-  local i
-  for i in $(seq 1 100); do
-    kts_sd_inner_pid >/dev/null && return 0
-    if ! kts_sd_nspawn_pid >/dev/null; then
-      cat "$LOG" >&2
-      kts_die "systemd-nspawn exited during start (its output above, $LOG)"
-    fi
-    sleep 0.1
-  done
-  cat "$LOG" >&2
-  kts_die "systemd-nspawn started no systemd within 10 s (output above)"
+  kts_sd_wait_for_systemd
 }
 
 
 # nspawn mounts the v1 controller hierarchies read-only (the container may not manage them); hand them to the
 # systemd inside (they are rooted at our kts- cgroup) and make it re-probe them, so it manages memory, cpu, pids.
 controllers_rw() {
-  local pid=$1 c changed=0
-  for c in $KTS_SD_CONTROLLERS; do
-    if kts_sd_in "$pid" findmnt -n -o OPTIONS "/sys/fs/cgroup/$c" | grep -qE '(^|,)ro(,|$)'; then
-      kts_sd_in "$pid" mount -o remount,bind,rw "/sys/fs/cgroup/$c" || kts_die "inside $MACHINE: mount -o remount,bind,rw /sys/fs/cgroup/$c failed"
-      changed=1
-    fi
-  done
-  if [ $changed = 1 ]; then
-    kts_sd_in "$pid" systemctl daemon-reexec || kts_die "inside $MACHINE: systemctl daemon-reexec failed"
-    local i
-    for i in $(seq 1 50); do kts_sd_in "$pid" systemctl is-system-running >/dev/null 2>&1 && break; sleep 0.1; done
-  fi
+  local pid=$1
+  kts_sd_controllers_rw "$pid"
   # systemd now manages the controllers: a transient unit gets its limits in the v1 files
   local probe=kts-cgroup-probe
   kts_sd_in "$pid" systemd-run --quiet --unit="$probe" --slice=ktsprobe.slice -p MemoryLimit=100M -p CPUShares=512 sleep 30 \
