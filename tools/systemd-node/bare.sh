@@ -92,7 +92,7 @@ boot() {
   [ "$MODE" = unified ] && unified_env=(SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1)
   kts_sd_launch_in "$paths" \
     env "${unified_env[@]}" systemd-nspawn -D / --volatile=yes --register=no --keep-unit --console=passive -M "$MACHINE" \
-      --private-network --resolv-conf=off --timezone=off --bind=/work \
+      --private-network --resolv-conf=off --timezone=off --bind="$KTS_REPO_DIR" \
       -b systemd.firstboot=off systemd.mask=etcd.service systemd.mask=containerd.service systemd.mask=kubelet.service \
       systemd.mask=systemd-networkd.service systemd.mask=systemd-networkd-wait-online.service systemd.mask=systemd-resolved.service \
     </dev/null >>"$LOG" 2>&1 &

@@ -3,6 +3,8 @@
 # Human-readable messages go to stderr; start.sh keeps stdout for the KEY=value env lines.
 
 KTS_TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The repository, bound into the node at the same path (the kubelet wrapper and the tests run its code from there),
+# wherever it is checked out.
 KTS_REPO_DIR=$(cd "$KTS_TOOLS_DIR/.." && pwd)
 # shellcheck source=tools/lib/common.sh
 . "$KTS_TOOLS_DIR/lib/common.sh"

@@ -106,7 +106,7 @@ boot() {
     systemd-nspawn -D / --volatile=yes --register=no --keep-unit --console=passive -M "$MACHINE" \
       --private-network --network-veth --resolv-conf=copy-host --timezone=off \
       --system-call-filter=@keyring \
-      --bind=/work --bind="$ROOT" --bind-ro=/etc/alternatives --bind-ro="$BIN_DIR:/usr/local/bin" \
+      --bind="$KTS_REPO_DIR" --bind="$ROOT" --bind-ro=/etc/alternatives --bind-ro="$BIN_DIR:/usr/local/bin" \
       --bind-ro="$CONTAINERD_CONF:/etc/containerd/config.toml" --bind-ro="$CNI_CONF_DIR:/etc/cni/net.d" \
       -b systemd.firstboot=off systemd.mask=etcd.service systemd.mask=systemd-networkd.service \
       systemd.mask=systemd-networkd-wait-online.service systemd.mask=systemd-resolved.service \
