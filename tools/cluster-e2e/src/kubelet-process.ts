@@ -72,7 +72,12 @@ export class KubeletProcess {
       ...(given ? [] : [`--cgroup-root=${cgroupRoot}`]),
       ...(options.extraArgs ?? []),
     ];
-    return KubeletProcess.spawn('kubelet-ts', join(repoRoot, 'apps/kubelet/dist/kubelet.mjs'), args, options.dir);
+    // KUBELET_TS_BIN: another build of ours, e.g. the unbundled dist/main.js, whose CPU profiles keep function names;
+    // KUBELET_TS_NODE_ARGS: node flags for it (`--cpu-prof --cpu-prof-dir=...`, which NODE_OPTIONS refuses).
+    const bin = process.env.KUBELET_TS_BIN ?? join(repoRoot, 'apps/kubelet/dist/kubelet.mjs');
+    const nodeArgs = process.env.KUBELET_TS_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    if (nodeArgs.length > 0) return KubeletProcess.spawn('kubelet-ts', process.execPath, [...nodeArgs, bin, ...args], options.dir);
+    return KubeletProcess.spawn('kubelet-ts', bin, args, options.dir);
   }
 
   /**
