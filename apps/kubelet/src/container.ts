@@ -415,6 +415,8 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
           // Resolved per container: the volume manager belongs to the kubelet, built after the runtime manager.
           mountsFor: (pod, container, env) => criMountsFor(c.resolve<Kubelet>(Tokens.Kubelet).volumeManager, pod, container, env),
           kubeletVersion: KUBELET_VERSION,
+          // Go: with the EventedPLEG gate a pod's status comes from its sandbox's status (containers and timestamp).
+          eventedPleg: config.featureGates.EventedPLEG === true,
           // Go: the pod's cgroup is its sandbox's cgroupParent (GetPodCgroupParent).
           cgroupParentFor: (pod) => c.resolve<ContainerManager | undefined>(Tokens.ContainerManager)?.podCgroupParent(pod) ?? '',
           sandboxErrorHint: (message) => cgroupDriverMismatchHint(message, config.cgroupDriver),

@@ -167,6 +167,12 @@ export interface GenericRuntimeManagerOptions {
   isPodTerminationRequested?: (podUid: string) => boolean;
   /** The kubelet version for the User-Agent of httpGet lifecycle hooks (`kube-lifecycle/<major>.<minor>`). Default: this package's. */
   kubeletVersion?: string;
+  /**
+   * The EventedPLEG feature gate (Go: features.EventedPLEG): a pod's status takes its containers' statuses and its
+   * timestamp from the newest sandbox's PodSandboxStatus, as the evented PLEG expects, instead of listing the
+   * containers (one CRI round trip less per inspection). Default false.
+   */
+  eventedPleg?: boolean;
 }
 
 /** Rejects with the signal's reason once it has aborted: a cancelled sync or kill does not go on. */
@@ -195,6 +201,11 @@ const runtimeStateToCore: Record<string, ContainerState> = {
 
 function toCoreState(state: string | number | undefined): ContainerState {
   return runtimeStateToCore[String(state)] ?? 'unknown';
+}
+
+/** Newest first; on equal creation times (coarse clocks) the later attempt first. */
+function sortContainerStatuses(statuses: ContainerStatus[]): ContainerStatus[] {
+  return statuses.sort((a, b) => b.createdAt - a.createdAt || b.restartCount - a.restartCount);
 }
 
 /** A running pod from a status (Go: ConvertPodStatusToRunningPod). */
@@ -387,28 +398,61 @@ export class GenericRuntimeManager implements ContainerRuntime {
     return this.podStatusFor(uid, name, namespace);
   }
 
+  /**
+   * Go: GetPodStatus. The sandboxes' statuses and the containers' listing are asked at once, then every container's
+   * status at once: two round trips whatever the number of sandboxes and containers, where Go makes each call in turn.
+   * The result is the same: errors are reported in Go's order (sandboxes first, then containers), a sandbox or
+   * container removed between listing and status is left out.
+   *
+   * With `eventedPleg` (Go: the EventedPLEG feature gate) the newest sandbox's PodSandboxStatus carries the pod's
+   * container statuses and the runtime's timestamp, and no container is listed; a runtime that sets no timestamp
+   * (no pod events) gets the containers listed, as in Go.
+   */
   private async podStatusFor(uid: string, name: string, namespace: string, signal?: AbortSignal): Promise<PodStatus> {
     const runtimeName = await this.runtimeName();
-    const timestamp = this.clock.now();
-    const sandboxes = await this.runtimeService.listPodSandbox({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } }, { signal });
+    let timestamp = this.clock.now();
+    const evented = this.opts.eventedPleg === true;
+    const sandboxesListed = this.runtimeService.listPodSandbox({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } }, { signal });
+    // Without evented PLEG the containers are always listed: ask for them alongside the sandboxes.
+    const containersListed = evented ? undefined : this.listPodContainerStatuses(uid, runtimeName, signal);
+    // A rejection is handled below, in Go's order; until then it must not count as unhandled.
+    containersListed?.catch(() => undefined);
+    const sandboxes = await sandboxesListed;
     sandboxes.sort((a, b) => Number(b.createdAt) - Number(a.createdAt));
+    const responses = await Promise.allSettled(sandboxes.map((sandbox) => this.runtimeService.podSandboxStatus(sandbox.id, false, { signal })));
     const sandboxStatuses: CriSandboxStatus[] = [];
     let ips: string[] = [];
-    for (const [idx, sandbox] of sandboxes.entries()) {
-      let response: runtimeapi.PodSandboxStatusResponse;
-      try {
-        response = await this.runtimeService.podSandboxStatus(sandbox.id, false, { signal });
-      } catch (err) {
+    let containerStatuses: ContainerStatus[] | undefined;
+    for (const [idx, settled] of responses.entries()) {
+      if (settled.status === 'rejected') {
+        const err = settled.reason;
         throwIfAborted(signal);
         if (isNotFound(err)) continue; // removed between list and status: as if never listed
-        this.logger.error('PodSandboxStatus of sandbox for pod', err, { podSandboxID: sandbox.id, pod: `${namespace}/${name}` });
+        this.logger.error('PodSandboxStatus of sandbox for pod', err, { podSandboxID: sandboxes[idx].id, pod: `${namespace}/${name}` });
         throw err;
       }
+      const response = settled.value;
       if (!response.status) throw new Error('pod sandbox status is nil');
       sandboxStatuses.push(toCoreSandboxStatus(response.status));
       if (idx === 0 && response.status.state === 'SANDBOX_READY') ips = determinePodSandboxIPs(response.status);
+      if (idx === 0 && evented && nanosToMillis(response.timestamp as number | undefined) > 0) {
+        // The runtime's own view of the pod's containers, at its own time (Go: resp.ContainersStatuses, resp.Timestamp).
+        timestamp = nanosToMillis(response.timestamp as number | undefined);
+        containerStatuses = sortContainerStatuses(
+          await Promise.all((response.containersStatuses ?? []).map((s) => this.convertToCoreContainerStatus(s, runtimeName))),
+        );
+      }
     }
-    const containerStatuses = await this.getPodContainerStatuses(uid, runtimeName, signal);
+    if (evented) {
+      if (containerStatuses === undefined) {
+        const v4 = this.logger.v(4);
+        if (v4.enabled) v4.info('Runtime does not set pod status timestamp', { pod: `${namespace}/${name}` });
+      }
+      // Go lists the containers only when the newest sandbox's status carried no timestamp (or no sandbox is left).
+      containerStatuses ??= await this.listPodContainerStatuses(uid, runtimeName, signal);
+    } else {
+      containerStatuses = await (containersListed as Promise<ContainerStatus[]>);
+    }
     return { id: uid, name, namespace, ips, containerStatuses, sandboxStatuses, timestamp };
   }
 
@@ -437,23 +481,22 @@ export class GenericRuntimeManager implements ContainerRuntime {
     };
   }
 
-  private async getPodContainerStatuses(uid: string, runtimeName: string, signal?: AbortSignal): Promise<ContainerStatus[]> {
+  /** The statuses of the pod's containers (Go: getPodContainerStatuses): listed, then every status asked at once. */
+  private async listPodContainerStatuses(uid: string, runtimeName: string, signal?: AbortSignal): Promise<ContainerStatus[]> {
     const containers = await this.runtimeService.listContainers({ labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } }, { signal });
-    const statuses: ContainerStatus[] = [];
-    for (const c of containers) {
-      let response: runtimeapi.ContainerStatusResponse;
-      try {
-        response = await this.runtimeService.containerStatus(c.id, false, { signal });
-      } catch (err) {
+    const responses = await Promise.allSettled(containers.map((c) => this.runtimeService.containerStatus(c.id, false, { signal })));
+    const statuses: Promise<ContainerStatus>[] = [];
+    for (const settled of responses) {
+      if (settled.status === 'rejected') {
         throwIfAborted(signal);
-        if (isNotFound(err)) continue;
-        throw err;
+        if (isNotFound(settled.reason)) continue; // removed between list and status
+        throw settled.reason;
       }
+      const response = settled.value;
       if (!response.status) throw new Error('container status is nil');
-      statuses.push(await this.convertToCoreContainerStatus(response.status, runtimeName));
+      statuses.push(this.convertToCoreContainerStatus(response.status, runtimeName));
     }
-    // Newest first; on equal creation times (coarse clocks) the later attempt first.
-    return statuses.sort((a, b) => b.createdAt - a.createdAt || b.restartCount - a.restartCount);
+    return sortContainerStatuses(await Promise.all(statuses));
   }
 
   /** Go: toKubeContainerStatus + the termination message of exited containers. */
@@ -616,6 +659,8 @@ export class GenericRuntimeManager implements ContainerRuntime {
     let podIPs = podStatus.ips;
     // Step 4: create the sandbox.
     let sandboxId = changes.sandboxId;
+    // The config the new sandbox was created with serves its containers too (Go generates it a second time).
+    let createdSandboxConfig: runtimeapi.PodSandboxConfigInit | undefined;
     if (changes.createSandbox) {
       const createResult: SyncResult = { action: 'CreatePodSandbox', target: formatPod(pod) };
       result.syncResults.push(createResult);
@@ -635,6 +680,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
         return result;
       }
       sandboxId = created.id;
+      createdSandboxConfig = created.config;
       log.v(4).info('Created PodSandbox for pod', { podSandboxID: sandboxId });
       let sandboxStatus: runtimeapi.PodSandboxStatusResponse;
       try {
@@ -658,7 +704,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     result.syncResults.push(configResult);
     let sandboxConfig: runtimeapi.PodSandboxConfigInit;
     try {
-      sandboxConfig = this.generatePodSandboxConfig(pod, changes.attempt);
+      sandboxConfig = createdSandboxConfig ?? this.generatePodSandboxConfig(pod, changes.attempt);
     } catch (err) {
       configResult.error = 'ConfigPodSandboxError';
       configResult.message = `GeneratePodSandboxConfig for pod ${JSON.stringify(formatPod(pod))} failed: ${errorMessage(err)}`;
@@ -731,7 +777,11 @@ export class GenericRuntimeManager implements ContainerRuntime {
     return undefined;
   }
 
-  private async createPodSandbox(pod: V1Pod, attempt: number, signal?: AbortSignal): Promise<{ id: string } | { error: unknown; message: string }> {
+  private async createPodSandbox(
+    pod: V1Pod,
+    attempt: number,
+    signal?: AbortSignal,
+  ): Promise<{ id: string; config: runtimeapi.PodSandboxConfigInit } | { error: unknown; message: string }> {
     let config: runtimeapi.PodSandboxConfigInit;
     try {
       config = this.generatePodSandboxConfig(pod, attempt);
@@ -752,7 +802,7 @@ export class GenericRuntimeManager implements ContainerRuntime {
     if (runtimeHandler !== '') this.logger.v(2).info('Running pod with runtime handler', { pod: podRef(pod), runtimeHandler });
     try {
       const id = await this.runtimeService.runPodSandbox(config, runtimeHandler, { signal });
-      return { id };
+      return { id, config };
     } catch (error) {
       return { error, message: `Failed to create sandbox for pod ${JSON.stringify(formatPod(pod))}: ${errorMessage(error)}` };
     }
