@@ -1,9 +1,8 @@
-import { watch, type FSWatcher } from 'node:fs';
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
 import type { Writable } from 'node:stream';
-import { abortReason, errorText, isNotExist, defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { abortReason, errorText, isNotExist, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { parseCriLogLine, runtimeapi, type CriLogRecord, type RuntimeService } from '@kubelet-ts/cri-client';
+import { followHub, type LogFollower } from './follow-watch.js';
 import { findTailLineStartIndex } from './tail.js';
 
 /** Go's logForceCheckPeriod: while following, look for new data at least this often even without a file event. */
@@ -15,10 +14,12 @@ export const LOG_FORCE_CHECK_PERIOD_MS = 1000;
  */
 export const STATE_CHECK_PERIOD_MS = 5000;
 
+/** The reader's buffer; a record longer than this grows it. */
 const READ_CHUNK_SIZE = 64 * 1024;
 const EOL = 0x0a;
 const SPACE = 0x20;
-const NEWLINE = Buffer.from('\n');
+const DOT = 0x2e;
+const EMPTY = Buffer.alloc(0);
 
 /** The options readLogs honours; LogOptions (from parseLogOptions) fits. */
 export interface ReadLogsOptions {
@@ -80,6 +81,13 @@ export function formatTimestampFixed(timestamp: string): string {
   return `${m[1]}.${(m[2] ?? '').padEnd(9, '0').slice(0, 9)}${m[3]}`;
 }
 
+
+/**
+ * How often timestamps were parsed, for tests: `dates` counts Date.parse calls (the fast path makes one per distinct
+ * second of log and zone), `recordTimes` counts records whose time was computed (only with `since`).
+ */
+export const timestampParseCounts = { dates: 0, recordTimes: 0 };
+
 interface ParsedLine {
   record: CriLogRecord;
   /** The content bytes exactly as in the file (not round-tripped through a string). */
@@ -88,7 +96,8 @@ interface ParsedLine {
 
 /**
  * Parses a record (without its newline) with cri-client's parser, decoding only the header: the
- * content stays bytes so non-UTF-8 output passes through unchanged, as in Go.
+ * content stays bytes so non-UTF-8 output passes through unchanged, as in Go. The slow path: the scanner
+ * below takes the common records without building strings.
  */
 function parseLine(line: Buffer): ParsedLine {
   let idx = -1;
@@ -97,8 +106,124 @@ function parseLine(line: Buffer): ParsedLine {
     if (idx < 0) break;
   }
   const headerEnd = idx < 0 ? line.length : idx;
+  timestampParseCounts.dates++;
   const record = parseCriLogLine(line.toString('utf8', 0, headerEnd));
   return { record, content: idx < 0 ? Buffer.alloc(0) : line.subarray(idx + 1) };
+}
+
+/** cri-client's timestamp pattern (RFC3339Nano as the runtimes write it). */
+const timestampPattern = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+const isDigit = (b: number | undefined): boolean => b !== undefined && b >= 0x30 && b <= 0x39;
+
+/**
+ * Finds a record's fields on the bytes, without strings or a date parse per record. Records of one second share
+ * their timestamp's `YYYY-MM-DDTHH:MM:SS` and zone: those are validated (with the same pattern and Date.parse as
+ * cri-client's parser) once and remembered; a record matching them needs only its fraction's digits checked. A record
+ * the scanner does not take (another second or zone, an odd header) goes to cri-client's parser, which decides.
+ */
+class RecordScanner {
+  // The fields of the last record scanned (offsets into its buffer).
+  fracStart = 0;
+  fracEnd = 0;
+  isStderr = false;
+  isPartial = false;
+  contentStart = 0;
+  tsEnd = 0;
+  private readonly prefix = Buffer.alloc(19);
+  private readonly zone = Buffer.alloc(6);
+  private zoneLength = 0;
+  private baseMs = 0;
+  private cached = false;
+
+  /** Whether [s, e) is a well-formed record the fast path takes; fills the fields. */
+  scan(buf: Buffer, s: number, e: number): boolean {
+    if (!this.matchTimestamp(buf, s, e) && !(this.learn(buf, s, e) && this.matchTimestamp(buf, s, e))) return false;
+    const i = this.tsEnd + 1;
+    // "stdout " or "stderr ", then the tag P or F, then a space or the end of the record.
+    if (i + 8 > e || buf[i] !== 0x73 || buf[i + 1] !== 0x74 || buf[i + 2] !== 0x64 || buf[i + 6] !== SPACE) return false;
+    const a = buf[i + 3];
+    const b = buf[i + 4];
+    const c = buf[i + 5];
+    if (a === 0x6f && b === 0x75 && c === 0x74) this.isStderr = false;
+    else if (a === 0x65 && b === 0x72 && c === 0x72) this.isStderr = true;
+    else return false;
+    const tag = buf[i + 7];
+    if (tag === 0x46) this.isPartial = false;
+    else if (tag === 0x50) this.isPartial = true;
+    else return false;
+    if (i + 8 === e) {
+      this.contentStart = e;
+      return true;
+    }
+    if (buf[i + 8] !== SPACE) return false;
+    this.contentStart = i + 9;
+    return true;
+  }
+
+  /** The record's time in ms since the epoch (after a successful scan of it). */
+  time(buf: Buffer): number {
+    timestampParseCounts.recordTimes++;
+    let ms = 0;
+    let scale = 100;
+    for (let i = this.fracStart; i < this.fracEnd && scale >= 1; i++, scale /= 10) ms += ((buf[i] as number) - 0x30) * scale;
+    return this.baseMs + ms;
+  }
+
+  /** Writes Go's RFC3339NanoFixed form of the record's timestamp and a space into out at pos; returns the new pos. */
+  writeFixedTimestamp(buf: Buffer, out: Buffer, pos: number): number {
+    this.prefix.copy(out, pos);
+    pos += 19;
+    out[pos++] = DOT;
+    const digits = this.fracEnd - this.fracStart;
+    if (digits > 0) buf.copy(out, pos, this.fracStart, this.fracEnd);
+    out.fill(0x30, pos + digits, pos + 9);
+    pos += 9;
+    this.zone.copy(out, pos, 0, this.zoneLength);
+    pos += this.zoneLength;
+    out[pos++] = SPACE;
+    return pos;
+  }
+
+  private matchTimestamp(buf: Buffer, s: number, e: number): boolean {
+    if (!this.cached || e - s < 20) return false;
+    const prefix = this.prefix;
+    for (let k = 0; k < 19; k++) if (buf[s + k] !== prefix[k]) return false;
+    let i = s + 19;
+    this.fracStart = this.fracEnd = i;
+    if (buf[i] === DOT) {
+      const f = ++i;
+      while (i < e && i - f < 10 && isDigit(buf[i])) i++;
+      if (i === f || i - f > 9) return false;
+      this.fracStart = f;
+      this.fracEnd = i;
+    }
+    const zone = this.zone;
+    const zl = this.zoneLength;
+    if (i + zl >= e) return false;
+    for (let k = 0; k < zl; k++) if (buf[i + k] !== zone[k]) return false;
+    i += zl;
+    if (buf[i] !== SPACE) return false;
+    this.tsEnd = i;
+    return true;
+  }
+
+  /** Validates the record's timestamp as cri-client does and remembers its second and zone. */
+  private learn(buf: Buffer, s: number, e: number): boolean {
+    let sp = buf.indexOf(SPACE, s);
+    if (sp < 0 || sp > e) sp = e;
+    if (sp - s > 40) return false;
+    const m = timestampPattern.exec(buf.toString('latin1', s, sp));
+    // T24:00:00 is valid only without a fraction: leave it to the full parser.
+    if (!m || m[1]!.slice(11, 13) === '24') return false;
+    timestampParseCounts.dates++;
+    const base = Date.parse(m[1]! + m[3]!);
+    if (Number.isNaN(base)) return false;
+    this.prefix.write(m[1]!, 'latin1');
+    this.zoneLength = this.zone.write(m[3]!, 'latin1');
+    this.baseMs = base;
+    this.cached = true;
+    return true;
+  }
 }
 
 /** Resolves once the stream can take more, rejects if it closes, errors or the signal aborts. */
@@ -136,75 +261,97 @@ function waitForDrain(stream: Writable, signal: AbortSignal | undefined): Promis
 
 /** Output is handed to the streams in batches of about this size: one write (one HTTP chunk) per batch, not per line. */
 const FLUSH_BYTES = 64 * 1024;
+/** A batch smaller than this is written as a copy and the batch buffer kept, rather than a fresh buffer allocated. */
+const SMALL_FLUSH_BYTES = 4 * 1024;
 
 /**
- * Go's logWriter: since filter, timestamps, the byte limit across both streams; plus backpressure. Lines are
- * batched per stream and flushed when a batch is full, when the other stream is written, and whenever the reader
- * reaches the end of the file, so a follower sees each line as soon as it is read to the end.
+ * Go's logWriter: timestamps and the byte limit across both streams; plus backpressure. Records are copied into
+ * one batch per stream, flushed when it is full, when the other stream is written, and whenever the reader reaches
+ * the end of the file, so a follower sees each line as soon as it is read to the end.
  */
 class LogWriter {
-  private remain: number;
-  private isNewLine = true;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-  private pendingStream: Writable | undefined;
+  remain: number;
+  isNewLine = true;
+  /** The stream the batch is for. */
+  stream: Writable | undefined;
+  private out: Buffer = EMPTY;
+  pos = 0;
 
   constructor(
-    private readonly stdout: Writable,
-    private readonly stderr: Writable,
-    private readonly opts: InternalOptions,
     private readonly signal: AbortSignal | undefined,
+    bytes: number,
   ) {
-    this.remain = opts.bytes >= 0 ? opts.bytes : Infinity;
+    this.remain = bytes >= 0 ? bytes : Infinity;
   }
 
-  /** Returns false once the byte limit is reached (Go's errMaximumWrite); the caller flushes. */
-  async write(line: ParsedLine, endsWithNewline: boolean): Promise<boolean> {
-    const { record, content } = line;
-    try {
-      if (record.time < this.opts.since) return true;
-      const stream = record.stream === 'stdout' ? this.stdout : this.stderr;
-      if (stream.destroyed || stream.writableEnded) throw new Error('log output stream closed');
-      if (this.pendingStream !== stream) await this.flush();
-      this.pendingStream = stream;
-      // A partial record continues the line of the one before: only a line's first record gets
-      // the timestamp (newer Go; v1.20 stamped every record, splitting lines with timestamps).
-      if (this.opts.timestamp && this.isNewLine) this.append(Buffer.from(`${formatTimestampFixed(record.timestamp)} `));
-      this.append(content);
-      if (endsWithNewline) this.append(NEWLINE);
-      if (this.pendingBytes >= FLUSH_BYTES) await this.flush();
-      return this.remain > 0;
-    } finally {
-      this.isNewLine = endsWithNewline;
+  /** Room for n more bytes in the batch. */
+  private reserve(n: number): Buffer {
+    if (this.pos + n > this.out.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(FLUSH_BYTES + 1024, this.pos + n));
+      this.out.copy(bigger, 0, 0, this.pos);
+      this.out = bigger;
     }
+    return this.out;
   }
 
-  /** Writes the batch (a copy: views would keep the reader's chunks alive while the stream buffers them). */
+  /** Appends src[start, end), cut at the byte limit. */
+  append(src: Buffer, start: number, end: number): void {
+    let n = end - start;
+    if (n > this.remain) n = this.remain;
+    if (n <= 0) return;
+    const out = this.reserve(n);
+    src.copy(out, this.pos, start, start + n);
+    this.pos += n;
+    this.remain -= n;
+  }
+
+  appendNewline(): void {
+    if (this.remain <= 0) return;
+    this.reserve(1)[this.pos++] = EOL;
+    this.remain--;
+  }
+
+  /** Appends the timestamp the scanner found in src, as Go's RFC3339NanoFixed and a space. */
+  appendTimestamp(scanner: RecordScanner, src: Buffer): void {
+    if (this.remain <= 0) return;
+    const out = this.reserve(40);
+    const end = scanner.writeFixedTimestamp(src, out, this.pos);
+    const n = Math.min(end - this.pos, this.remain);
+    this.pos += n;
+    this.remain -= n;
+  }
+
+  /** Writes the batch to its stream (the stream keeps the buffer; a small batch goes as a copy). */
   async flush(): Promise<void> {
-    const stream = this.pendingStream;
-    if (!stream || this.pendingBytes === 0) return;
-    const out = Buffer.concat(this.pending, this.pendingBytes);
-    this.pending = [];
-    this.pendingBytes = 0;
+    const stream = this.stream;
+    if (!stream || this.pos === 0) return;
+    let chunk: Buffer;
+    if (this.pos < SMALL_FLUSH_BYTES) {
+      chunk = Buffer.from(this.out.subarray(0, this.pos));
+    } else {
+      chunk = this.out.subarray(0, this.pos);
+      this.out = EMPTY;
+    }
+    this.pos = 0;
     if (stream.destroyed || stream.writableEnded) throw new Error('log output stream closed');
-    if (!stream.write(out)) await waitForDrain(stream, this.signal);
+    if (!stream.write(chunk)) await waitForDrain(stream, this.signal);
   }
 
-  private append(part: Buffer): void {
-    const take = part.length > this.remain ? part.subarray(0, this.remain) : part;
-    if (take.length === 0) return;
-    this.pending.push(take);
-    this.pendingBytes += take.length;
-    this.remain -= take.length;
+  /** Drops the batch buffer while idle (a follower waiting for data). */
+  release(): void {
+    if (this.pos === 0) this.out = EMPTY;
   }
 }
 
-/** Reads a file line by line from a position, keeping an incomplete last line until it completes. */
-class LineReader {
-  private chunk: Buffer = Buffer.alloc(0);
-  private chunkPos = 0;
-  private partial: Buffer[] = [];
-  private partialLength = 0;
+/**
+ * Reads a file in large chunks into one buffer; the caller takes the records off [start, end) and the rest (an
+ * incomplete record) moves to the front before the next read.
+ */
+class ChunkReader {
+  buf: Buffer = EMPTY;
+  /** The unconsumed bytes are buf[start, end). */
+  start = 0;
+  end = 0;
   /** Offset in the file of the next byte to read. */
   position: number;
   /** clock.now() when data last arrived. */
@@ -219,130 +366,39 @@ class LineReader {
     this.lastDataAt = clock.now();
   }
 
-  /** The next complete line without its newline, or undefined at end of file. */
-  async readLine(): Promise<Buffer | undefined> {
-    for (;;) {
-      const eol = this.chunk.indexOf(EOL, this.chunkPos);
-      if (eol >= 0) {
-        const piece = this.chunk.subarray(this.chunkPos, eol);
-        this.chunkPos = eol + 1;
-        if (this.partialLength === 0) return piece;
-        const line = Buffer.concat([...this.partial, piece], this.partialLength + piece.length);
-        this.partial = [];
-        this.partialLength = 0;
-        return line;
-      }
-      if (this.chunkPos < this.chunk.length) {
-        const rest = this.chunk.subarray(this.chunkPos);
-        this.partial.push(rest);
-        this.partialLength += rest.length;
-      }
-      // A fresh buffer per read: lines handed out are views into it.
-      const buf = Buffer.allocUnsafe(READ_CHUNK_SIZE);
-      const { bytesRead } = await this.file.read(buf, 0, buf.length, this.position);
-      this.chunk = buf.subarray(0, bytesRead);
-      this.chunkPos = 0;
-      if (bytesRead === 0) return undefined;
+  /** Reads more after the unconsumed bytes; returns how many (0 at end of file). */
+  async fill(): Promise<number> {
+    if (this.start > 0) {
+      this.buf.copyWithin(0, this.start, this.end);
+      this.end -= this.start;
+      this.start = 0;
+    }
+    if (this.end === this.buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(READ_CHUNK_SIZE, this.buf.length * 2));
+      this.buf.copy(bigger, 0, 0, this.end);
+      this.buf = bigger;
+    }
+    const { bytesRead } = await this.file.read(this.buf, this.end, this.buf.length - this.end, this.position);
+    if (bytesRead > 0) {
+      this.end += bytesRead;
       this.position += bytesRead;
       this.lastDataAt = this.clock.now();
     }
+    return bytesRead;
   }
 
-  /** Takes the incomplete line left at end of file (the file will not grow). */
-  takeIncomplete(): Buffer {
-    const line = Buffer.concat(this.partial, this.partialLength);
-    this.partial = [];
-    this.partialLength = 0;
-    return line;
+  /** Drops the buffer while idle, unless it holds an incomplete record. */
+  release(): void {
+    if (this.start === this.end) {
+      this.buf = EMPTY;
+      this.start = this.end = 0;
+    }
   }
 
   /** Starts over from the beginning of the file (it was truncated). */
   rewind(): void {
-    this.takeIncomplete();
-    this.chunk = Buffer.alloc(0);
-    this.chunkPos = 0;
+    this.start = this.end = 0;
     this.position = 0;
-  }
-}
-
-/**
- * Wakes the follower on changes to the log: fs.watch on the log's directory (which also sees the
- * file being replaced by a new one on rotation) plus a poll on the clock, as Go combines fsnotify
- * with logForceCheckPeriod. An event arriving while no one waits is remembered, not lost.
- */
-class ChangeNotifier {
-  private watcher: FSWatcher | undefined;
-  private pending = false;
-  private wake: (() => void) | undefined;
-  started = false;
-
-  constructor(
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-  ) {}
-
-  start(path: string): void {
-    this.started = true;
-    const name = basename(path);
-    try {
-      this.watcher = watch(dirname(path), (_event, filename) => {
-        if (!filename || filename.toString() === name) this.notify();
-      });
-      this.watcher.on('error', (err) => {
-        // Go gives up after a few watch errors; the poll keeps following correct, only slower.
-        this.logger.warn('Log file watch failed; polling instead', { path, err: errorText(err) });
-        this.closeWatcher();
-        this.notify();
-      });
-    } catch (err) {
-      this.logger.warn('Cannot watch log file; polling instead', { path, err: errorText(err) });
-    }
-  }
-
-  private notify(): void {
-    this.pending = true;
-    this.wake?.();
-  }
-
-  /** Resolves on a change, after pollMs, or rejects when the signal aborts. */
-  wait(pollMs: number, signal: AbortSignal | undefined): Promise<void> {
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
-    if (this.pending) {
-      this.pending = false;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve, reject) => {
-      let timer: TimerHandle | undefined = undefined;
-      const finish = (): void => {
-        timer?.cancel();
-        this.wake = undefined;
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = (): void => {
-        finish();
-        reject(abortReason(signal as AbortSignal));
-      };
-      this.wake = () => {
-        finish();
-        this.pending = false;
-        resolve();
-      };
-      timer = this.clock.setTimeout(() => {
-        finish();
-        resolve();
-      }, pollMs);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  private closeWatcher(): void {
-    this.watcher?.close();
-    this.watcher = undefined;
-  }
-
-  close(): void {
-    this.closeWatcher();
-    this.wake = undefined;
   }
 }
 
@@ -415,9 +471,9 @@ export async function readLogs(path: string, containerId: string, options: ReadL
   }
 
   let file = await openLog(path);
-  const notifier = new ChangeNotifier(clock, logger);
+  let follower: LogFollower | undefined;
   const onAbort = (): void => {
-    notifier.close();
+    follower?.close();
     void file.close();
   };
   signal?.addEventListener('abort', onAbort, { once: true });
@@ -429,8 +485,11 @@ export async function readLogs(path: string, containerId: string, options: ReadL
     } catch (err) {
       throw new Error(`failed to tail ${opts.tail} lines of log file ${JSON.stringify(path)}: ${errorText(err)}`, { cause: err });
     }
-    let reader = new LineReader(file.handle, start, clock);
-    const writer = new LogWriter(deps.stdout, deps.stderr, opts, signal);
+    let reader = new ChunkReader(file.handle, start, clock);
+    const writer = new LogWriter(signal, opts.bytes);
+    const scanner = new RecordScanner();
+    const { stdout, stderr } = deps;
+    const hasSince = opts.since > -Infinity;
     const limitedMode = opts.tail >= 0 && !opts.follow;
     let limitedNum = opts.tail;
     let stop = false;
@@ -438,15 +497,24 @@ export async function readLogs(path: string, containerId: string, options: ReadL
     let parserChecked = false;
     let lastStateCheck: number | undefined;
 
-    const waitLogs = async (): Promise<boolean> => {
+    const waitLogs = async (ino: number, dev: number): Promise<boolean> => {
       const idleFor = clock.now() - Math.max(lastStateCheck ?? -Infinity, reader.lastDataAt);
       if (lastStateCheck === undefined || idleFor >= stateCheckMs) {
         lastStateCheck = clock.now();
         if (!(await isContainerRunning(deps.runtime, containerId, logger, signal))) return false;
         checkAbort();
       }
-      await notifier.wait(pollMs, signal);
-      return true;
+      for (;;) {
+        reader.release();
+        writer.release();
+        const stateDueAt = Math.max(lastStateCheck, reader.lastDataAt) + stateCheckMs;
+        const reason = await (follower as LogFollower).wait({ position: reader.position, ino, dev, stateDueAt }, signal);
+        if (reason === 'change') return true;
+        // Idle for stateCheckPeriod: is the container still there to write more?
+        lastStateCheck = clock.now();
+        if (!(await isContainerRunning(deps.runtime, containerId, logger, signal))) return false;
+        checkAbort();
+      }
     };
 
     for (;;) {
@@ -456,26 +524,34 @@ export async function readLogs(path: string, containerId: string, options: ReadL
         logger.v(2).info('Finished parsing log file', { path });
         return;
       }
-      let line: Buffer | undefined;
-      try {
-        line = await reader.readLine();
-      } catch (err) {
-        checkAbort();
-        throw new Error(`failed to read log file ${JSON.stringify(path)}: ${errorText(err)}`, { cause: err });
-      }
-      checkAbort();
+      let buf = reader.buf;
+      let s = reader.start;
+      let e = reader.end > s ? buf.indexOf(EOL, s) : -1;
+      if (e >= reader.end) e = -1;
       let complete = true;
-      if (line === undefined) {
+      if (e >= 0) {
+        reader.start = e + 1;
+      } else {
+        let bytesRead: number;
+        try {
+          bytesRead = await reader.fill();
+        } catch (err) {
+          checkAbort();
+          throw new Error(`failed to read log file ${JSON.stringify(path)}: ${errorText(err)}`, { cause: err });
+        }
+        checkAbort();
+        if (bytesRead > 0) continue;
+        // End of file.
         await writer.flush();
         if (opts.follow) {
-          if (!notifier.started) {
+          if (!follower) {
             // Data may have arrived before the watch began: read once more before waiting.
-            notifier.start(path);
+            follower = followHub(clock, pollMs).subscribe(path, logger);
             continue;
           }
-          const change = await checkFile(path, file.handle, reader.position);
+          const current = await checkFile(path, file.handle, reader.position);
           checkAbort();
-          if (change === 'replaced') {
+          if (current.change === 'replaced') {
             // Rotated: this file is read to its end, go on with the new one from its start.
             let next: OpenFile;
             try {
@@ -490,10 +566,10 @@ export async function readLogs(path: string, containerId: string, options: ReadL
             if (signal?.aborted) await file.close();
             checkAbort();
             logger.v(2).info('Log file was rotated; following the new file', { path });
-            reader = new LineReader(file.handle, 0, clock);
+            reader = new ChunkReader(file.handle, 0, clock);
             continue;
           }
-          if (change === 'truncated') {
+          if (current.change === 'truncated') {
             // copytruncate: the runtime keeps writing the same file from its start.
             logger.v(2).info('Log file was truncated; reading from its start', { path });
             reader.rewind();
@@ -501,63 +577,102 @@ export async function readLogs(path: string, containerId: string, options: ReadL
           }
           // The container stopped and everything up to this end of file (of the newest file) is written.
           if (!found) return;
-          found = await waitLogs();
+          found = await waitLogs(current.ino, current.dev);
           continue;
         }
         // Should stop after writing the remaining content.
         stop = true;
-        line = reader.takeIncomplete();
-        if (line.length === 0) continue;
+        if (reader.start === reader.end) continue;
+        buf = reader.buf;
+        s = reader.start;
+        e = reader.end;
+        reader.start = e;
         complete = false;
-        logger.info('Incomplete line in log file', { path, line: line.toString('utf8') });
+        logger.info('Incomplete line in log file', { path, line: buf.toString('utf8', s, e) });
       }
 
-      let parsed: ParsedLine;
-      try {
-        parsed = parseLine(line);
-        parserChecked = true;
-      } catch (err) {
-        // Go picks the parser from the first line and fails when no format fits it; after that a
-        // bad line is only logged.
-        if (!parserChecked) {
-          throw new Error(`failed to get parse function: unsupported log format: ${JSON.stringify(line.toString('utf8'))}`, { cause: err });
+      // One record: buf[s, e), without its newline.
+      let isStderr: boolean;
+      let isPartial: boolean;
+      let contentStart: number;
+      let record: CriLogRecord | undefined;
+      if (scanner.scan(buf, s, e)) {
+        ({ isStderr, isPartial, contentStart } = scanner);
+      } else {
+        let parsed: ParsedLine;
+        try {
+          parsed = parseLine(buf.subarray(s, e));
+        } catch (err) {
+          // Go picks the parser from the first line and fails when no format fits it; after that a
+          // bad line is only logged.
+          if (!parserChecked) {
+            throw new Error(`failed to get parse function: unsupported log format: ${JSON.stringify(buf.toString('utf8', s, e))}`, { cause: err });
+          }
+          logger.error('Failed when parsing line in log file', err, { path, line: buf.toString('utf8', s, e) });
+          continue;
         }
-        logger.error('Failed when parsing line in log file', err, { path, line: line.toString('utf8') });
-        continue;
+        record = parsed.record;
+        isStderr = record.stream === 'stderr';
+        isPartial = record.tag === 'P';
+        contentStart = e - parsed.content.length;
       }
+      parserChecked = true;
       // Go keeps the newline of a full record and drops it from a partial one.
-      const endsWithNewline = complete && parsed.record.tag === 'F';
-      let more: boolean;
-      try {
-        more = await writer.write(parsed, endsWithNewline);
-        if (!more) await writer.flush();
-      } catch (err) {
-        checkAbort();
-        logger.error('Failed when writing line to log file', err, { path });
-        throw err;
-      }
-      if (!more) {
-        logger.v(2).info('Finished parsing log file, hit bytes limit', { path, limit: opts.bytes });
-        return;
+      const endsWithNewline = complete && !isPartial;
+      if (hasSince && (record ? record.time : scanner.time(buf)) < opts.since) {
+        writer.isNewLine = endsWithNewline;
+      } else {
+        try {
+          const stream = isStderr ? stderr : stdout;
+          if (stream.destroyed || stream.writableEnded) throw new Error('log output stream closed');
+          if (writer.stream !== stream) {
+            await writer.flush();
+            writer.stream = stream;
+          }
+          // A partial record continues the line of the one before: only a line's first record gets
+          // the timestamp (newer Go; v1.20 stamped every record, splitting lines with timestamps).
+          if (opts.timestamp && writer.isNewLine) {
+            if (record) {
+              const stamp = Buffer.from(`${formatTimestampFixed(record.timestamp)} `);
+              writer.append(stamp, 0, stamp.length);
+            } else {
+              writer.appendTimestamp(scanner, buf);
+            }
+          }
+          writer.isNewLine = endsWithNewline;
+          writer.append(buf, contentStart, e);
+          if (endsWithNewline) writer.appendNewline();
+          if (writer.remain <= 0 || writer.pos >= FLUSH_BYTES) await writer.flush();
+        } catch (err) {
+          writer.isNewLine = endsWithNewline;
+          checkAbort();
+          logger.error('Failed when writing line to log file', err, { path });
+          throw err;
+        }
+        if (writer.remain <= 0) {
+          logger.v(2).info('Finished parsing log file, hit bytes limit', { path, limit: opts.bytes });
+          return;
+        }
       }
       if (limitedMode) limitedNum--;
     }
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    notifier.close();
+    follower?.close();
     await file.close();
   }
 }
 
 /** Whether the file at path is still the open one: replaced (rotation), truncated, or the same. */
-async function checkFile(path: string, handle: FileHandle, position: number): Promise<'same' | 'replaced' | 'truncated'> {
+async function checkFile(path: string, handle: FileHandle, position: number): Promise<{ change: 'same' | 'replaced' | 'truncated'; ino: number; dev: number }> {
   const current = await handle.stat();
+  const { ino, dev } = current;
   try {
     const atPath = await stat(path);
-    if (atPath.ino !== current.ino || atPath.dev !== current.dev) return 'replaced';
+    if (atPath.ino !== ino || atPath.dev !== dev) return { change: 'replaced', ino, dev };
   } catch (err) {
     // Renamed away and the new file not created yet: keep reading the old one.
     if (!isNotExist(err)) throw err;
   }
-  return current.size < position ? 'truncated' : 'same';
+  return { change: current.size < position ? 'truncated' : 'same', ino, dev };
 }
