@@ -4,7 +4,18 @@ export { RemoteRuntimeService } from './remote-runtime.js';
 export { RemoteImageService, type RemoteImageServiceOptions } from './remote-image.js';
 export { DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS, MAX_CRI_MESSAGE_BYTES, type RemoteClientOptions } from './grpc-caller.js';
 export { grpcTarget } from './endpoint.js';
-export { loadCriPackage, grpcJs, criProtoPath, criProtoLoaderOptions, CRI_API_VERSION, type CriGrpcPackage } from './proto.js';
+export {
+  loadCriPackage,
+  loadCriServices,
+  criCodec,
+  grpcJs,
+  criProtoPath,
+  criProtoLoaderOptions,
+  CRI_API_VERSION,
+  type CriGrpcPackage,
+  type CriServices,
+} from './proto.js';
+export type { MessageCodec } from './generated/codec.cjs';
 export {
   CriError,
   NotFoundError,

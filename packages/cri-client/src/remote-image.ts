@@ -1,5 +1,5 @@
 import { GrpcCaller, type RemoteClientOptions } from './grpc-caller.js';
-import { loadCriPackage } from './proto.js';
+import { loadCriServices } from './proto.js';
 import type * as api from './runtimeapi.js';
 import type { CallOptions, ImageService } from './services.js';
 
@@ -16,7 +16,7 @@ export class RemoteImageService implements ImageService {
   private readonly pullTimeoutMs: number;
 
   constructor(options: RemoteImageServiceOptions) {
-    this.caller = new GrpcCaller('ImageService', loadCriPackage().ImageService, options);
+    this.caller = new GrpcCaller('ImageService', loadCriServices().ImageService, options);
     this.pullTimeoutMs = options.pullTimeoutMs ?? 0;
   }
 

@@ -1,5 +1,5 @@
 import { GrpcCaller, type RemoteClientOptions } from './grpc-caller.js';
-import { loadCriPackage } from './proto.js';
+import { loadCriServices } from './proto.js';
 import type * as api from './runtimeapi.js';
 import type { CallOptions, ExecSyncResult, RuntimeService } from './services.js';
 
@@ -14,7 +14,7 @@ export class RemoteRuntimeService implements RuntimeService {
   private readonly caller: GrpcCaller;
 
   constructor(options: RemoteClientOptions) {
-    this.caller = new GrpcCaller('RuntimeService', loadCriPackage().RuntimeService, options);
+    this.caller = new GrpcCaller('RuntimeService', loadCriServices().RuntimeService, options);
   }
 
   get endpoint(): string {
