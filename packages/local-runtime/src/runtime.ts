@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { hostname as osHostname } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { CRI_API_VERSION, grpcJs, grpcStatusFor, loadCriPackage, type runtimeapi as api } from '@kubelet-ts/cri-client';
+import { CRI_API_VERSION, grpcJs, grpcStatusFor, loadCriServices, type runtimeapi as api } from '@kubelet-ts/cri-client';
 import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { RuntimeError, failedPrecondition, invalidArgument, notFound } from './errors.js';
 import { ImageStore } from './images.js';
@@ -226,7 +226,7 @@ export class LocalRuntime {
     this.images.load();
     if (this.persist) this.loadState();
 
-    const pkg = loadCriPackage();
+    const pkg = loadCriServices();
     // grpc-js (cri-client's) is loaded when a runtime starts, not with the package.
     const server = new (grpcJs().Server)({
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
