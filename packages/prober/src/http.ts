@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { errorText, realClock, type Clock } from '@kubelet-ts/core';
 import type * as Undici from 'undici';
 import type { Agent, Dispatcher } from 'undici';
+import { requestHead, WireExchange } from './http-wire.js';
 import { resolveContainerPort } from './port.js';
 import {
   DEFAULT_PROBE_USER_AGENT,
@@ -26,7 +27,10 @@ export interface HttpProbeOptions {
   userAgent?: string;
   /** Follow redirects to other hosts (Go: followNonLocalRedirects, false in the kubelet). */
   followNonLocalRedirects?: boolean;
-  /** The undici dispatcher; default a shared Agent that does not verify TLS certificates (as Go). */
+  /**
+   * Sends the probe through this undici dispatcher instead (e.g. createProbeAgent()); by default each
+   * probe opens its own connection over node:net/tls, TLS certificates not verified (as Go).
+   */
   dispatcher?: Dispatcher;
   clock?: Pick<Clock, 'setTimeout'>;
   signal?: AbortSignal;
@@ -45,12 +49,6 @@ function undici(): typeof Undici {
 /** An undici Agent as the Go prober's transport: TLS not verified, no proxy, no compression. */
 export function createProbeAgent(): Agent {
   return new (undici().Agent)({ connect: { rejectUnauthorized: false }, keepAliveTimeout: 1000 });
-}
-
-let sharedAgent: Agent | undefined;
-function defaultDispatcher(): Agent {
-  sharedAgent ??= createProbeAgent();
-  return sharedAgent;
 }
 
 function headerList(headers: ProbeHeaders | undefined): Array<[string, string]> {
@@ -148,9 +146,96 @@ async function readAtMost(body: Dispatcher.ResponseData['body'], limit: number):
  * redirect elsewhere ends the probe with that 3xx response, which, like any 3xx left, is a
  * `warning` (`Probe terminated redirects, Response body: ...`); other codes fail with
  * `HTTP probe failed with statuscode: <code>`; connection errors and timeouts fail with Go's error
- * text. A fresh connection per probe (Go disables keep-alives). Never throws.
+ * text. A fresh connection per probe (Go disables keep-alives): over node:net/tls, or through
+ * `dispatcher` (undici) when one is given. Never throws.
  */
 export async function httpProbe(opts: HttpProbeOptions): Promise<ProbeResponse> {
+  if (opts.dispatcher) return httpProbeUndici(opts, opts.dispatcher);
+  let url: URL;
+  try {
+    url = typeof opts.url === 'string' ? new URL(opts.url) : opts.url;
+  } catch (err) {
+    return { result: 'failure', output: errorText(err) };
+  }
+  if (opts.signal?.aborted) return { result: 'failure', output: `Get ${JSON.stringify(url.href)}: ${ABORTED}` };
+  const clock = opts.clock ?? realClock;
+  const timeoutMs = (opts.timeoutSeconds ?? 1) * 1000;
+  const original = url;
+  let current = url;
+  let headers = probeRequestHeaders(opts.headers, opts.userAgent);
+  let exchange: WireExchange | undefined;
+  let timedOut = false;
+  const timer = timeoutMs > 0 ? clock.setTimeout(() => {
+    timedOut = true;
+    exchange?.cancel();
+  }, timeoutMs) : undefined;
+  const onOuterAbort = (): void => exchange?.cancel();
+  opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  // A redirect is followed when it parses and goes to the same host (or anywhere, if asked).
+  const follows = (statusCode: number, location: string | undefined): boolean => {
+    if (!REDIRECT_CODES.has(statusCode) || !location) return false;
+    const next = URL.canParse(location, current.href) ? new URL(location, current) : undefined;
+    return !next || hostname(next) === hostname(original) || !!opts.followNonLocalRedirects;
+  };
+  try {
+    for (let redirects = 0; ; redirects++) {
+      const built = requestHead(current, headers);
+      if ('error' in built) return { result: 'failure', output: `Get ${JSON.stringify(current.href)}: ${built.error}` };
+      if (timedOut || opts.signal?.aborted) return { result: 'failure', output: requestError(current, undefined, 'headers', timedOut) };
+      exchange = new WireExchange({ url: current, head: built.head, bodyLimit: MAX_PROBE_OUTPUT_BYTES, wantBody: (code, location) => !follows(code, location) });
+      const res = await exchange.result;
+      exchange = undefined;
+      switch (res.kind) {
+        case 'cancelled':
+          return { result: 'failure', output: requestError(current, timedOut ? undefined : new Error(ABORTED), res.phase, timedOut) };
+        case 'error':
+          return { result: 'failure', output: requestError(current, res.error, res.phase, false) };
+        case 'eof':
+          return { result: 'failure', output: `Get ${JSON.stringify(current.href)}: EOF` };
+        case 'protocol':
+          return { result: 'failure', output: `Get ${JSON.stringify(current.href)}: ${res.text}` };
+      }
+      if (res.body === undefined) {
+        // A redirect to follow (wantBody said so).
+        const locationText = res.location as string;
+        const next = URL.canParse(locationText, current.href) ? new URL(locationText, current) : undefined;
+        if (!next) return { result: 'failure', output: `Get ${JSON.stringify(current.href)}: failed to parse Location header ${JSON.stringify(locationText)}` };
+        // Go's default checker: the request chain (original + redirects so far) may not reach 10.
+        if (redirects + 1 >= MAX_REDIRECTS) {
+          return { result: 'failure', output: `Get ${JSON.stringify(current.href)}: stopped after ${MAX_REDIRECTS} redirects` };
+        }
+        // A Host header only carries over to a relative redirect (Go drops it when the URL names a host).
+        if (!isRelative(locationText)) headers = headers.filter(([n]) => n.toLowerCase() !== 'host');
+        current = next;
+        continue;
+      }
+      return finalResponse(res.statusCode, res.body.toString('utf8'));
+    }
+  } finally {
+    timer?.cancel();
+    opts.signal?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+/** What an aborted request reads as (the text undici gave for an aborted signal). */
+const ABORTED = 'This operation was aborted';
+
+function isRelative(location: string): boolean {
+  return !/^[a-z][a-z0-9+.-]*:/i.test(location) && !location.startsWith('//');
+}
+
+/** The probe result of the final response (Go: DoHTTPProbe after the client returned). */
+function finalResponse(statusCode: number, body: string): ProbeResponse {
+  if (statusCode >= 200 && statusCode < 400) {
+    if (statusCode >= 300) return { result: 'warning', output: `Probe terminated redirects, Response body: ${body}` };
+    return { result: 'success', output: body };
+  }
+  // Go: the user-facing failure message must not contain the response body (issue 99425).
+  return { result: 'failure', output: `HTTP probe failed with statuscode: ${statusCode}` };
+}
+
+/** httpProbe through an undici dispatcher (`opts.dispatcher`). */
+async function httpProbeUndici(opts: HttpProbeOptions, dispatcher: Dispatcher): Promise<ProbeResponse> {
   let url: URL;
   try {
     url = typeof opts.url === 'string' ? new URL(opts.url) : opts.url;
@@ -159,7 +244,6 @@ export async function httpProbe(opts: HttpProbeOptions): Promise<ProbeResponse> 
   }
   const clock = opts.clock ?? realClock;
   const timeoutMs = (opts.timeoutSeconds ?? 1) * 1000;
-  const dispatcher = opts.dispatcher ?? defaultDispatcher();
   const baseHeaders = probeRequestHeaders(opts.headers, opts.userAgent);
   const controller = new AbortController();
   let timedOut = false;
@@ -205,21 +289,14 @@ export async function httpProbe(opts: HttpProbeOptions): Promise<ProbeResponse> 
             return { result: 'failure', output: `Get ${JSON.stringify(current.href)}: stopped after ${MAX_REDIRECTS} redirects` };
           }
           // A Host header only carries over to a relative redirect (Go drops it when the URL names a host).
-          const relative = !/^[a-z][a-z0-9+.-]*:/i.test(locationText) && !locationText.startsWith('//');
-          if (!relative) headers = headers.filter(([n]) => n.toLowerCase() !== 'host');
+          if (!isRelative(locationText)) headers = headers.filter(([n]) => n.toLowerCase() !== 'host');
           current = next;
           continue;
         }
         // Go: http.ErrUseLastResponse; the 3xx is the final response.
       }
       phase = 'body';
-      const body = (await readAtMost(res.body, MAX_PROBE_OUTPUT_BYTES)).toString('utf8');
-      if (res.statusCode >= 200 && res.statusCode < 400) {
-        if (res.statusCode >= 300) return { result: 'warning', output: `Probe terminated redirects, Response body: ${body}` };
-        return { result: 'success', output: body };
-      }
-      // Go: the user-facing failure message must not contain the response body (issue 99425).
-      return { result: 'failure', output: `HTTP probe failed with statuscode: ${res.statusCode}` };
+      return finalResponse(res.statusCode, (await readAtMost(res.body, MAX_PROBE_OUTPUT_BYTES)).toString('utf8'));
     }
   } catch (err) {
     return { result: 'failure', output: requestError(current, err, phase, timedOut) };

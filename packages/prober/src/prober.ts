@@ -12,10 +12,9 @@ import {
   type EventRecorder,
   type Logger,
 } from '@kubelet-ts/core';
-import type { Agent } from 'undici';
 import { execProbe, expandCommand, type ExecRunner } from './exec.js';
 import { grpcProbe } from './grpc.js';
-import { createProbeAgent, httpGetUrl, httpProbe } from './http.js';
+import { httpGetUrl, httpProbe } from './http.js';
 import { resolveContainerPort } from './port.js';
 import { DEFAULT_PROBE_USER_AGENT, probeUserAgent, type ProbeResponse } from './probe.js';
 import { tcpProbe } from './tcp.js';
@@ -62,8 +61,8 @@ export function probeSpecOf(container: V1Container, type: ProbeType): V1Probe | 
  * Runs container probes with the Go kubelet's semantics and reports them as events on the pod:
  * `Unhealthy` "Liveness probe failed: <output>" for a failure, `ProbeWarning` "Readiness probe
  * warning: <output>" for a warning (counted as success), `Unhealthy` "Startup probe errored: <err>"
- * when a probe could not be run (counted as failure). Each Prober has its own HTTP connection pool
- * (Go: one transport per probe type), closed by close().
+ * when a probe could not be run (counted as failure). Every HTTP probe opens its own connection
+ * (Go: keep-alives disabled) and closes it.
  */
 export class Prober implements ContainerProber {
   private readonly runner?: ExecRunner;
@@ -72,7 +71,6 @@ export class Prober implements ContainerProber {
   private readonly clock: Clock;
   private readonly userAgent: string;
   private readonly followNonLocalRedirects: boolean;
-  private agent?: Agent;
 
   constructor(opts: ProberOptions = {}) {
     this.runner = opts.runner;
@@ -125,14 +123,12 @@ export class Prober implements ContainerProber {
       }
       if (spec.httpGet) {
         const url = httpGetUrl(spec.httpGet, container, podIP);
-        this.agent ??= createProbeAgent();
         return await httpProbe({
           url,
           headers: spec.httpGet.httpHeaders,
           timeoutSeconds,
           userAgent: this.userAgent,
           followNonLocalRedirects: this.followNonLocalRedirects,
-          dispatcher: this.agent,
           clock: this.clock,
         });
       }
@@ -150,10 +146,8 @@ export class Prober implements ContainerProber {
     }
   }
 
-  /** Closes the HTTP connection pool. */
+  /** Kept for callers that close a Prober: HTTP probes hold no connection between probes (Go disables keep-alives). */
   async close(): Promise<void> {
-    const agent = this.agent;
-    this.agent = undefined;
-    await agent?.close();
+    // Nothing to release.
   }
 }
