@@ -21,12 +21,15 @@
  *    remountPodsReferencing). Reference: one plain AtomicWriter update of the same payload (median),
  *    times 100.
  *
- * Real clock and real files in a temp dir; FakeMounter, so tmpfs mounts (secret, projected) are only
- * recorded and no root is needed. Figures only, no thresholds.
+ * Real clock and real files in a temp dir; by default FakeMounter, so tmpfs mounts (secret, projected)
+ * are only recorded and no root is needed. With `--mounter system` (root) part 1 uses SystemMounter:
+ * the 220 tmpfs mounts are made for real under the temp dir (and unmounted after each round), and the
+ * figure also counts the processes the mounter spawned (the mount helper and any mount(8)/umount(8)).
+ * Figures only, no thresholds.
  *
- *   tsx bench/volumes.bench.ts [--pods 110] [--fanout 100] [--rounds 5] [--changes 5]
+ *   tsx bench/volumes.bench.ts [--pods 110] [--fanout 100] [--rounds 5] [--changes 5] [--mounter fake|system]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -48,6 +51,8 @@ import {
 } from '../src/index.js';
 import { FakeApiObjects } from '../src/fake-api.js';
 import { FakeMounter } from '../src/testing-mounter.js';
+import { SystemMounter } from '../src/mounter.js';
+import type { Mounter } from '../src/types.js';
 
 const { values } = parseArgs({
   options: {
@@ -55,8 +60,12 @@ const { values } = parseArgs({
     fanout: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '5' },
     changes: { type: 'string', default: '5' },
+    mounter: { type: 'string', default: 'fake' },
   },
 });
+if (values.mounter !== 'fake' && values.mounter !== 'system') throw new Error(`--mounter: fake or system, not ${values.mounter}`);
+const SYSTEM_MOUNTER = values.mounter === 'system';
+if (SYSTEM_MOUNTER && process.getuid?.() !== 0) throw new Error('--mounter system mounts tmpfs for real: it needs root');
 const PODS = Number(values.pods);
 const FANOUT = Number(values.fanout);
 const ROUNDS = Number(values.rounds);
@@ -153,7 +162,7 @@ class FakeObjectApi<T extends ObjectWithMeta> {
 }
 
 /** The managers and the volume manager of one kubelet, over the fake API. */
-async function startKubeletVolumes(podsDir: string) {
+async function startKubeletVolumes(podsDir: string, mounter: Mounter = new FakeMounter()) {
   await mkdir(podsDir, { recursive: true });
   const configMapApi = new FakeObjectApi<V1ConfigMap>();
   const secretApi = new FakeObjectApi<V1Secret>();
@@ -162,7 +171,6 @@ async function startKubeletVolumes(podsDir: string) {
   const secrets = new SecretManager({ listerWatcherFor: secretApi.listerWatcherFor });
   const tokens = new TokenManager({ requestToken: (ns, name, request) => tokenApi.getServiceAccountToken(ns, name, request) });
   const pods: V1Pod[] = [];
-  const mounter = new FakeMounter();
   const manager = new KubeletVolumeManager({
     podsDir,
     nodeName: 'bench-node',
@@ -226,8 +234,19 @@ function volumePod(round: string, i: number): V1Pod {
   };
 }
 
+/** Every process this one starts goes through ChildProcess.prototype.spawn (spawn, execFile, exec). */
+let spawned = 0;
+const childProto = ChildProcess.prototype as unknown as { spawn: (...args: unknown[]) => unknown };
+const originalSpawn = childProto.spawn;
+childProto.spawn = function countedSpawn(this: ChildProcess, ...args: unknown[]) {
+  spawned++;
+  return originalSpawn.apply(this, args);
+};
+
 interface MountRun {
   totalMs: number;
+  /** Processes started during the round (mount helper, mount(8), umount(8)). */
+  spawned: number;
   perPod: number[];
   lists: number;
   watches: number;
@@ -239,7 +258,9 @@ interface MountRun {
 /** Part 1: PODS pods x 3 volumes, all waited for at once. */
 async function mountRun(root: string, round: string): Promise<MountRun> {
   const rssBefore = rssMiB();
-  const kubelet = await startKubeletVolumes(join(root, round, 'pods'));
+  const spawnedBefore = spawned;
+  const mounter: Mounter = SYSTEM_MOUNTER ? new SystemMounter() : new FakeMounter();
+  const kubelet = await startKubeletVolumes(join(root, round, 'pods'), mounter);
   kubelet.configMapApi.set({ metadata: { namespace: NAMESPACE, name: 'kube-root-ca.crt' }, data: { 'ca.crt': `-----BEGIN CERTIFICATE-----\n${'A'.repeat(1200)}\n-----END CERTIFICATE-----\n` } });
   for (let i = 0; i < PODS; i++) {
     kubelet.configMapApi.set({ metadata: { namespace: NAMESPACE, name: `app-config-${i}` }, data: configData(`pod${i}`, 1) });
@@ -270,8 +291,13 @@ async function mountRun(root: string, round: string): Promise<MountRun> {
     throw new Error(`unexpected volume contents: ${JSON.stringify({ config, password, token, ns })}`);
   }
   await kubelet.stop();
+  const roundSpawned = spawned - spawnedBefore;
+  if (SYSTEM_MOUNTER) {
+    for (const target of await mounter.mountPointsUnder(join(root, round))) await mounter.unmount(target);
+    mounter.close?.();
+  }
   await rm(join(root, round), { recursive: true, force: true });
-  return { totalMs, perPod, ...requests, rssBefore, rssAfter };
+  return { totalMs, perPod, ...requests, rssBefore, rssAfter, spawned: roundSpawned };
 }
 
 /** The bare CRI calls that start PODS pods (one container each), all at once; wall time in ms and per-pod latencies. */
@@ -426,7 +452,11 @@ async function changeRun(root: string): Promise<ChangeRun> {
 const root = await mkdtemp(join(tmpdir(), 'volume-manager-bench-'));
 const rows: Array<[string, string, string]> = [];
 try {
-  console.log(`Volume manager benchmark: real clock, real files under ${root}, FakeMounter (no root needed: the tmpfs mounts of secret and projected volumes are recorded, not made, so their files go to the same disk)`);
+  console.log(
+    SYSTEM_MOUNTER
+      ? `Volume manager benchmark: real clock, real files under ${root}, SystemMounter in part 1 (the tmpfs mounts of secret and projected volumes are made; root), FakeMounter in part 2`
+      : `Volume manager benchmark: real clock, real files under ${root}, FakeMounter (no root needed: the tmpfs mounts of secret and projected volumes are recorded, not made, so their files go to the same disk)`,
+  );
   console.log('RSS is this process (volume manager, fake API, gRPC client); the CRI runtime runs in its own process.');
 
   // ---- 1. mount at pod start vs the bare CRI start
@@ -450,7 +480,7 @@ try {
   console.log(`\n== 1. ${PODS} pods x 3 volumes (configMap, secret, projected token+configMap+downwardAPI), all waited for at once; median of ${ROUNDS} rounds ==`);
   console.log(
     `volume manager: all mounted ${fmt(m.totalMs)} ms (${fmt(m.totalMs / PODS)} ms/pod amortized), per pod register -> mounted p50 ${fmt(pct(m.perPod, 50))} ms p99 ${fmt(pct(m.perPod, 99))} ms; ` +
-      `RSS ${m.rssBefore.toFixed(0)} -> ${m.rssAfter.toFixed(0)} MiB`,
+      `RSS ${m.rssBefore.toFixed(0)} -> ${m.rssAfter.toFixed(0)} MiB; ${m.spawned} processes spawned (${SYSTEM_MOUNTER ? 'SystemMounter' : 'FakeMounter'})`,
   );
   console.log(
     `  API requests: ${m.lists} lists + ${m.watches} watches + ${m.tokens} TokenRequests = ${(requestsPerPod).toFixed(2)} per pod ` +
@@ -465,6 +495,7 @@ try {
   rows.push([`mount ${PODS} pods x 3 volumes`, `${fmt(m.totalMs)} ms (p50 ${fmt(pct(m.perPod, 50))}, p99 ${fmt(pct(m.perPod, 99))})`, `${(m.totalMs / b.totalMs).toFixed(2)} x bare CRI start (${fmt(b.totalMs)} ms)`]);
   rows.push(['  API requests per pod', `${requestsPerPod.toFixed(2)} (lists ${m.lists}, watches ${m.watches}, tokens ${m.tokens})`, '']);
   rows.push(['  RSS before -> after', `${m.rssBefore.toFixed(0)} -> ${m.rssAfter.toFixed(0)} MiB`, '']);
+  rows.push(['  processes spawned per round', `${m.spawned} (${SYSTEM_MOUNTER ? 'SystemMounter, real tmpfs' : 'FakeMounter'})`, '']);
 
   // ---- 2. one configMap change fanned out to FANOUT pods
   const c = await changeRun(root);
@@ -491,5 +522,11 @@ try {
   const w1 = Math.max(...rows.map((r) => r[1].length));
   for (const [what, figure, reference] of rows) console.log(`${what.padEnd(w0)}  ${figure.padEnd(w1)}  ${reference}`);
 } finally {
+  if (SYSTEM_MOUNTER) {
+    // A round that failed half-way leaves its tmpfs mounts: remove them before the directory.
+    const mounter = new SystemMounter();
+    for (const target of await mounter.mountPointsUnder(root)) await mounter.unmount(target).catch((err: unknown) => console.error(err));
+    mounter.close?.();
+  }
   await rm(root, { recursive: true, force: true });
 }
