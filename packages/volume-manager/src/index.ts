@@ -44,7 +44,15 @@ export {
   type SubPath,
   type SubPathBindOptions,
 } from './subpath.js';
-export { SystemMounter, parseMountInfo, type CommandRunner, type SystemMounterOptions, type MountInfoEntry } from './mounter.js';
+export { SystemMounter, parseMountInfo, parseMountPoints, type CommandRunner, type SystemMounterOptions, type MountInfoEntry } from './mounter.js';
+export {
+  MountHelper,
+  MountHelperExitedError,
+  MountHelperUnavailableError,
+  type MountHelperOptions,
+  type MountHelperSpawn,
+  type SyscallResult,
+} from './mount-helper.js';
 export { setVolumeOwnership, type OwnershipFs, type OwnershipStat, type SetVolumeOwnershipOptions, type FSGroupChangePolicy } from './ownership.js';
 export { AtomicWriter, validatePath, validatePayload, type AtomicWriterFs, type AtomicWriterOptions, type FileProjection } from './atomic-writer.js';
 export { ConfigMapPlugin, CONFIGMAP_PLUGIN_NAME, makeConfigMapPayload } from './plugins/configmap.js';

@@ -26,6 +26,8 @@ export interface Mounter {
   isMountPoint(target: string): Promise<boolean>;
   /** Every mount point at or below prefix, deepest first. */
   mountPointsUnder(prefix: string): Promise<string[]>;
+  /** Releases what the mounter holds (SystemMounter: its mount helper process). */
+  close?(): void;
 }
 
 /**

@@ -91,7 +91,7 @@ t.test('SystemMounter.mountTmpfs runs mount with a size option and explains fail
     if (failure) throw failure;
     return { stdout: '', stderr: '' };
   };
-  const m = new SystemMounter({ mountInfoPath: info, run });
+  const m = new SystemMounter({ mountInfoPath: info, run, helper: false });
 
   await m.mountTmpfs('/x/vol', { sizeBytes: 1048576 });
   await m.mountTmpfs('/x/vol2');
@@ -121,7 +121,7 @@ t.test('SystemMounter.unmount is a no-op for a path that is not mounted', async 
   const info = join(dir, 'mountinfo');
   await writeFile(info, '60 26 0:60 / /m/a rw - tmpfs tmpfs rw\n');
   const calls: Array<[string, string[]]> = [];
-  const m = new SystemMounter({ mountInfoPath: info, run: async (file, args) => (calls.push([file, args]), { stdout: '', stderr: '' }) });
+  const m = new SystemMounter({ mountInfoPath: info, helper: false, run: async (file, args) => (calls.push([file, args]), { stdout: '', stderr: '' }) });
   await m.unmount('/m/b');
   t.same(calls, []);
   await m.unmount('/m/a');
@@ -136,7 +136,10 @@ t.test('a real tmpfs mount and unmount', { skip: notRoot }, async (t) => {
   await mkdir(target);
   const m = new SystemMounter();
   await m.mountTmpfs(target, { sizeBytes: 2 * 1024 * 1024 });
-  t.teardown(() => m.unmount(target).catch(() => undefined));
+  t.teardown(async () => {
+    await m.unmount(target).catch(() => undefined);
+    m.close();
+  });
   t.equal(await m.isMountPoint(target), true);
   const entry = (await m.entries()).find((e) => e.mountPoint === target);
   t.equal(entry?.fsType, 'tmpfs');
