@@ -16,7 +16,7 @@ import { cgroupDriverFromRuntime } from './cgroup-driver.js';
 import type { NodeHostIPs } from './host-ips.js';
 import type { ServiceLister } from './service-lister.js';
 import type { DnsConfigurer, RuntimeClassManager } from '@kubelet-ts/runtime-manager';
-import type { ConfigMapManager, SecretManager, TokenManager } from '@kubelet-ts/volume-manager';
+import type { ConfigMapManager, Mounter, SecretManager, TokenManager } from '@kubelet-ts/volume-manager';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { runOnce, type RunPodResult } from './run-once.js';
 import type { KubeletEventRecorder, KubeletStatusManager } from '@kubelet-ts/status-manager';
@@ -204,6 +204,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     runtimeService.close?.();
     imageService.close?.();
     c.resolve<SystemdUnitManager | undefined>(Tokens.SystemdUnits)?.close();
+    c.resolve<Mounter>(Tokens.Mounter).close?.(); // the mount helper process
     await local?.stop();
   };
 
