@@ -3,6 +3,7 @@
 import {
   buildContainerLogsDirectory,
   errorText,
+  forEachLimit,
   formatTime,
   KUBERNETES_CONTAINER_NAME_LABEL,
   KUBERNETES_POD_NAME_LABEL,
@@ -16,6 +17,7 @@ import { isUnimplemented, type RuntimeService, type runtimeapi } from '@kubelet-
 import type { ContainerStats, CPUStats, FsStats, MemoryStats, NetworkStats, PodStats, VolumeStats } from './api.js';
 import type { CpuUsageCache } from './cpu-usage-cache.js';
 import { diskUsage, fsInfo, type FsInfo, type StatfsFunction } from './host.js';
+import { formatTimeMs } from './time-format.js';
 import type { PodVolumeStats } from './volumes.js';
 
 export type StatsRuntimeService = Pick<RuntimeService, 'listPodSandbox' | 'listContainers' | 'listPodSandboxStats' | 'listContainerStats'>;
@@ -42,6 +44,16 @@ export interface CriPodStatsOptions {
 /** Scrape-local memo of filesystem infos by path, so N containers on one filesystem cost one statfs. */
 type FsInfoMemo = Map<string, Promise<FsInfo | undefined>>;
 
+/** How many pods have their storage figures (du of the logs, volumes) read at once. */
+const POD_READ_CONCURRENCY = 16;
+
+/** What does not change while a container exists (its name, creation time, log directory): kept by container id. */
+interface StaticContainerInfo {
+  name: string;
+  startTime: string;
+  logDir: string;
+}
+
 export class CriPodStats {
   private readonly runtime: StatsRuntimeService;
   private readonly clock: Clock;
@@ -52,6 +64,10 @@ export class CriPodStats {
   private readonly logger: Logger;
   /** False once the runtime answered ListPodSandboxStats with Unimplemented: do not ask again. */
   private sandboxStatsSupported = true;
+  /** By container id; an entry goes when its container is no longer listed. */
+  private readonly staticInfo = new Map<string, StaticContainerInfo>();
+  /** A sandbox's start time by sandbox id; an entry goes when its sandbox is no longer listed. */
+  private readonly sandboxStartTimes = new Map<string, string>();
 
   constructor(opts: CriPodStatsOptions) {
     this.runtime = opts.runtimeService;
@@ -96,7 +112,14 @@ export class CriPodStats {
       pods = await this.podStatsFromContainerStats(containerStats, containers, sandboxes, opts, memo);
     }
     this.cpuCache.cleanup(this.clock.now());
+    for (const id of this.staticInfo.keys()) if (!containers.has(id)) this.staticInfo.delete(id);
+    for (const id of this.sandboxStartTimes.keys()) if (!sandboxes.has(id)) this.sandboxStartTimes.delete(id);
     return pods;
+  }
+
+  /** The number of containers and sandboxes whose static figures are cached (for tests: they go with their container). */
+  get cachedInfoSize(): { containers: number; sandboxes: number } {
+    return { containers: this.staticInfo.size, sandboxes: this.sandboxStartTimes.size };
   }
 
   private async podAndContainerMaps(): Promise<{ containers: Map<string, runtimeapi.Container>; sandboxes: Map<string, runtimeapi.PodSandbox> }> {
@@ -125,33 +148,43 @@ export class CriPodStats {
     opts: ListPodStatsOptions,
     memo: FsInfoMemo,
   ): Promise<PodStats[]> {
-    const result: PodStats[] = [];
+    // Which pods and containers are reported is decided up front; their files are then read a few pods at a time.
+    const work: { stats: runtimeapi.PodSandboxStats; sandbox: runtimeapi.PodSandbox; containers: [runtimeapi.ContainerStats, runtimeapi.Container][] }[] = [];
     for (const stats of sandboxStats) {
       const sandbox = stats.attributes ? sandboxes.get(stats.attributes.id) : undefined;
       if (!sandbox) continue; // gone since ListPodSandbox, or an older instance of the pod
       const ready = sandbox.state === 'SANDBOX_READY';
       const linux = stats.linux;
-      const containerStats: ContainerStats[] = [];
+      const reported: [runtimeapi.ContainerStats, runtimeapi.Container][] = [];
       for (const cs of linux?.containers ?? []) {
         const container = cs.attributes ? containers.get(cs.attributes.id) : undefined;
         if (!container) continue;
         if (!ready && !hasCpuOrMemory(cs)) continue;
-        containerStats.push(await this.containerStats(cs, container, sandbox, opts, memo));
+        reported.push([cs, container]);
       }
-      if (!ready && containerStats.length === 0 && !linux?.cpu && !linux?.memory) continue;
-
-      const pod = buildPodStats(sandbox, containerStats);
-      pod.cpu = linux?.cpu ? this.cpuStats(linux.cpu, `pod:${sandbox.id}`, opts.updateCpu) : this.sumContainerCpu(sandbox.id, containerStats, opts.updateCpu);
-      pod.memory = linux?.memory ? memoryStats(linux.memory) : sumContainerMemory(containerStats);
-      if (!opts.cpuAndMemoryOnly) {
-        const network = linux?.network ? networkStats(linux.network) : undefined;
-        if (network) pod.network = network;
-        await this.addStorageStats(pod, opts);
-        const processCount = linux?.process?.processCount?.value;
-        if (processCount !== undefined) pod.process_stats = { process_count: processCount };
-      }
-      result.push(compact(pod));
+      if (!ready && reported.length === 0 && !linux?.cpu && !linux?.memory) continue;
+      work.push({ stats, sandbox, containers: reported });
     }
+    const result: PodStats[] = new Array(work.length);
+    await forEachLimit(
+      work.map((w, i) => ({ ...w, i })),
+      POD_READ_CONCURRENCY,
+      async ({ stats, sandbox, containers: reported, i }) => {
+        const linux = stats.linux;
+        const containerStats = await Promise.all(reported.map(([cs, container]) => this.containerStats(cs, container, sandbox, opts, memo)));
+        const pod = this.buildPodStats(sandbox, containerStats);
+        pod.cpu = linux?.cpu ? this.cpuStats(linux.cpu, `pod:${sandbox.id}`, opts.updateCpu) : this.sumContainerCpu(sandbox.id, containerStats, opts.updateCpu);
+        pod.memory = linux?.memory ? memoryStats(linux.memory) : sumContainerMemory(containerStats);
+        if (!opts.cpuAndMemoryOnly) {
+          const network = linux?.network ? networkStats(linux.network) : undefined;
+          if (network) pod.network = network;
+          await this.addStorageStats(pod, opts);
+          const processCount = linux?.process?.processCount?.value;
+          if (processCount !== undefined) pod.process_stats = { process_count: processCount };
+        }
+        result[i] = compact(pod);
+      },
+    );
     return result;
   }
 
@@ -162,7 +195,7 @@ export class CriPodStats {
     opts: ListPodStatsOptions,
     memo: FsInfoMemo,
   ): Promise<PodStats[]> {
-    const bySandbox = new Map<string, { sandbox: runtimeapi.PodSandbox; containers: ContainerStats[] }>();
+    const bySandbox = new Map<string, { sandbox: runtimeapi.PodSandbox; containers: [runtimeapi.ContainerStats, runtimeapi.Container][] }>();
     for (const stats of allStats) {
       const container = stats.attributes ? containers.get(stats.attributes.id) : undefined;
       if (!container) continue;
@@ -174,18 +207,61 @@ export class CriPodStats {
         entry = { sandbox, containers: [] };
         bySandbox.set(sandbox.id, entry);
       }
-      entry.containers.push(await this.containerStats(stats, container, sandbox, opts, memo));
+      entry.containers.push([stats, container]);
     }
-    const result: PodStats[] = [];
-    for (const { sandbox, containers: containerStats } of bySandbox.values()) {
-      const pod = buildPodStats(sandbox, containerStats);
-      // Without sandbox stats (and without cAdvisor) the pod's CPU and memory are its containers' sum.
-      pod.cpu = this.sumContainerCpu(sandbox.id, containerStats, opts.updateCpu);
-      pod.memory = sumContainerMemory(containerStats);
-      if (!opts.cpuAndMemoryOnly) await this.addStorageStats(pod, opts);
-      result.push(compact(pod));
-    }
+    const work = [...bySandbox.values()];
+    const result: PodStats[] = new Array(work.length);
+    await forEachLimit(
+      work.map((w, i) => ({ ...w, i })),
+      POD_READ_CONCURRENCY,
+      async ({ sandbox, containers: reported, i }) => {
+        const containerStats = await Promise.all(reported.map(([stats, container]) => this.containerStats(stats, container, sandbox, opts, memo)));
+        const pod = this.buildPodStats(sandbox, containerStats);
+        // Without sandbox stats (and without cAdvisor) the pod's CPU and memory are its containers' sum.
+        pod.cpu = this.sumContainerCpu(sandbox.id, containerStats, opts.updateCpu);
+        pod.memory = sumContainerMemory(containerStats);
+        if (!opts.cpuAndMemoryOnly) await this.addStorageStats(pod, opts);
+        result[i] = compact(pod);
+      },
+    );
     return result;
+  }
+
+  /** The figures of a container that do not change while it exists, computed once per container id. */
+  private staticContainerInfo(stats: runtimeapi.ContainerStats, container: runtimeapi.Container, sandbox: runtimeapi.PodSandbox): StaticContainerInfo {
+    let info = this.staticInfo.get(container.id);
+    if (!info) {
+      const name = stats.attributes?.metadata?.name || container.metadata?.name || '';
+      const meta = sandbox.metadata;
+      info = {
+        name,
+        // The summary's start time of a container is its creation time.
+        startTime: formatTime(nsToMs(container.createdAt)),
+        logDir: buildContainerLogsDirectory(this.podLogsDir, meta?.namespace ?? '', meta?.name ?? '', meta?.uid ?? '', name),
+      };
+      this.staticInfo.set(container.id, info);
+    }
+    return info;
+  }
+
+  private buildPodStats(sandbox: runtimeapi.PodSandbox, containers: ContainerStats[]): PodStats {
+    let startTime = this.sandboxStartTimes.get(sandbox.id);
+    if (startTime === undefined) {
+      // The summary's start time of a pod is its sandbox's creation time.
+      startTime = formatTime(nsToMs(sandbox.createdAt));
+      this.sandboxStartTimes.set(sandbox.id, startTime);
+    }
+    return {
+      podRef: { name: sandbox.metadata?.name ?? '', namespace: sandbox.metadata?.namespace ?? '', uid: sandbox.metadata?.uid ?? '' },
+      startTime,
+      containers,
+      cpu: undefined,
+      memory: undefined,
+      network: undefined,
+      volume: undefined,
+      'ephemeral-storage': undefined,
+      process_stats: undefined,
+    };
   }
 
   private async containerStats(
@@ -195,19 +271,19 @@ export class CriPodStats {
     opts: ListPodStatsOptions,
     memo: FsInfoMemo,
   ): Promise<ContainerStats> {
-    const name = stats.attributes?.metadata?.name || container.metadata?.name || '';
+    const info = this.staticContainerInfo(stats, container, sandbox);
     const nowMs = this.clock.now();
     const result: ContainerStats = {
-      name,
-      // The summary's start time of a container is its creation time.
-      startTime: formatTime(nsToMs(container.createdAt)),
+      name: info.name,
+      startTime: info.startTime,
       // A container without CPU or memory figures (exited) reports zeros, as Go does.
-      cpu: stats.cpu ? this.cpuStats(stats.cpu, container.id, opts.updateCpu) : { time: formatTime(nowMs), usageNanoCores: 0, usageCoreNanoSeconds: 0 },
-      memory: stats.memory ? memoryStats(stats.memory) : { time: formatTime(nowMs), workingSetBytes: 0 },
+      cpu: stats.cpu ? this.cpuStats(stats.cpu, container.id, opts.updateCpu) : { time: formatTimeMs(nowMs), usageNanoCores: 0, usageCoreNanoSeconds: 0 },
+      memory: stats.memory ? memoryStats(stats.memory) : { time: formatTimeMs(nowMs), workingSetBytes: 0 },
     };
     if (opts.cpuAndMemoryOnly) return result;
-    if (stats.writableLayer) result.rootfs = await this.rootfsStats(stats.writableLayer, memo);
-    const logs = await this.containerLogStats(sandbox, name, memo);
+    // The writable layer's filesystem and the log directory's du are independent reads.
+    const [rootfs, logs] = await Promise.all([stats.writableLayer ? this.rootfsStats(stats.writableLayer, memo) : undefined, this.containerLogStats(info, memo)]);
+    if (rootfs) result.rootfs = rootfs;
     if (logs) result.logs = logs;
     return result;
   }
@@ -219,7 +295,7 @@ export class CriPodStats {
     if (usageNanoCores === undefined && usage !== undefined) {
       usageNanoCores = updateCpu ? this.cpuCache.update(cacheId, { timestampNs: cpu.timestamp, usageCoreNanoSeconds: usage }) : this.cpuCache.get(cacheId);
     }
-    return compact({ time: formatTime(nsToMs(cpu.timestamp)), usageNanoCores, usageCoreNanoSeconds: usage });
+    return compact({ time: formatTimeMs(nsToMs(cpu.timestamp)), usageNanoCores, usageCoreNanoSeconds: usage });
   }
 
   /**
@@ -238,7 +314,7 @@ export class CriPodStats {
       const id = `pod:${sandboxId}`;
       usageNanoCores = updateCpu ? this.cpuCache.update(id, { timestampNs: this.clock.now() * 1e6, usageCoreNanoSeconds: usage }) : this.cpuCache.get(id);
     }
-    return compact({ time: formatTime(latestMs), usageNanoCores, usageCoreNanoSeconds: usage });
+    return compact({ time: formatTimeMs(latestMs), usageNanoCores, usageCoreNanoSeconds: usage });
   }
 
   private async rootfsStats(layer: runtimeapi.FilesystemUsage, memo: FsInfoMemo): Promise<FsStats> {
@@ -252,14 +328,12 @@ export class CriPodStats {
    * with capacity and free space of the filesystem holding the logs. Undefined when the directory is
    * missing (the old /var/log/pods/<uid> layout, or the pod being removed).
    */
-  private async containerLogStats(sandbox: runtimeapi.PodSandbox, containerName: string, memo: FsInfoMemo): Promise<FsStats | undefined> {
-    const meta = sandbox.metadata;
-    const dir = buildContainerLogsDirectory(this.podLogsDir, meta?.namespace ?? '', meta?.name ?? '', meta?.uid ?? '', containerName);
+  private async containerLogStats(info: StaticContainerInfo, memo: FsInfoMemo): Promise<FsStats | undefined> {
     let usage;
     try {
-      usage = await diskUsage(dir);
+      usage = await diskUsage(info.logDir);
     } catch (err) {
-      this.logger.v(4).info('Unable to fetch container log stats', { containerName, path: dir, err: errorText(err) });
+      this.logger.v(4).info('Unable to fetch container log stats', { containerName: info.name, path: info.logDir, err: errorText(err) });
       return undefined;
     }
     const fs = await this.fsInfoOnce(this.podLogsDir, memo);
@@ -323,25 +397,10 @@ export function nsToMs(ns: number): number {
   return ns / 1e6;
 }
 
-function buildPodStats(sandbox: runtimeapi.PodSandbox, containers: ContainerStats[]): PodStats {
-  return {
-    podRef: { name: sandbox.metadata?.name ?? '', namespace: sandbox.metadata?.namespace ?? '', uid: sandbox.metadata?.uid ?? '' },
-    // The summary's start time of a pod is its sandbox's creation time.
-    startTime: formatTime(nsToMs(sandbox.createdAt)),
-    containers,
-    cpu: undefined,
-    memory: undefined,
-    network: undefined,
-    volume: undefined,
-    'ephemeral-storage': undefined,
-    process_stats: undefined,
-  };
-}
-
 export function memoryStats(memory: runtimeapi.MemoryUsage): MemoryStats {
   const available = memory.availableBytes?.value;
   return compact({
-    time: formatTime(nsToMs(memory.timestamp)),
+    time: formatTimeMs(nsToMs(memory.timestamp)),
     // containerd reports 0 for a container without a limit, where cAdvisor leaves the figure out.
     availableBytes: available ? available : undefined,
     usageBytes: memory.usageBytes?.value,
@@ -360,7 +419,7 @@ function sumContainerMemory(containers: ContainerStats[]): MemoryStats | undefin
     withMemory.some((m) => m[key] !== undefined) ? withMemory.reduce((total, m) => total + (m[key] ?? 0), 0) : undefined;
   const latestMs = Math.max(...withMemory.map((m) => Date.parse(m.time) || 0));
   return compact({
-    time: formatTime(latestMs),
+    time: formatTimeMs(latestMs),
     availableBytes: sum('availableBytes'),
     usageBytes: sum('usageBytes'),
     workingSetBytes: sum('workingSetBytes'),
@@ -376,7 +435,7 @@ export function networkStats(network: runtimeapi.NetworkUsage): NetworkStats | u
   if (!network.defaultInterface && network.interfaces.length === 0) return undefined;
   const defaultInterface = network.defaultInterface ? iface(network.defaultInterface) : { name: '' };
   return compact({
-    time: formatTime(nsToMs(network.timestamp)),
+    time: formatTimeMs(nsToMs(network.timestamp)),
     ...defaultInterface,
     interfaces: network.interfaces.length > 0 ? network.interfaces.map(iface) : undefined,
   });
@@ -385,7 +444,7 @@ export function networkStats(network: runtimeapi.NetworkUsage): NetworkStats | u
 /** What something uses on a filesystem, with that filesystem's capacity and free space (rootfs, logs, imagefs, ephemeral storage). */
 export function usageOnFilesystem(timeMs: number, fs: FsInfo | undefined, usedBytes: number | undefined, inodesUsed: number | undefined): FsStats {
   return fsStats({
-    time: formatTime(timeMs),
+    time: formatTimeMs(timeMs),
     availableBytes: fs?.availableBytes,
     capacityBytes: fs?.capacityBytes,
     usedBytes,

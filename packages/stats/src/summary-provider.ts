@@ -1,7 +1,7 @@
 // The kubelet's Summary (Go: pkg/kubelet/server/stats/summary.go summaryProviderImpl over the CRI stats
 // provider), without cAdvisor: node figures come from cgroup files, /proc and statfs, pod and container
 // figures from the CRI.
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_POD_LOGS_ROOT_DIRECTORY, errorText, formatTime, defaultLogger, parseMeminfo, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import type { ImageService } from '@kubelet-ts/cri-client';
@@ -226,13 +226,13 @@ export class SummaryProvider implements SummarySource {
   /** The root cgroup's memory; available = the machine's memory (MemTotal) - working set, as cAdvisor's root limit. */
   private async nodeMemory(): Promise<MemoryStats | undefined> {
     const meminfoFile = join(this.procRoot, 'meminfo');
-    const capacity = await readFile(meminfoFile, 'utf8').then(
-      (text) => parseMeminfo(text).get('MemTotal'),
-      (err: unknown) => {
-        this.logger.warn('Unable to read the memory capacity', { path: meminfoFile, err: errorText(err) });
-        return undefined;
-      },
-    );
+    let capacity: number | undefined;
+    try {
+      // procfs: made by the kernel on read, never waits for a disk; read synchronously, as the cgroup files.
+      capacity = parseMeminfo(readFileSync(meminfoFile, 'utf8')).get('MemTotal');
+    } catch (err) {
+      this.logger.warn('Unable to read the memory capacity', { path: meminfoFile, err: errorText(err) });
+    }
     return this.cgroupMemory(ROOT_CGROUP, capacity);
   }
 

@@ -155,8 +155,16 @@ async function capture(root: string): Promise<Record<string, unknown>> {
     clock.step(10_000);
     // CPU moves on: usageNanoCores from the cached samples, on the next get(true) only.
     for (const s of f.stats) for (const c of s.linux?.containers ?? []) if (c.cpu?.usageCoreNanoSeconds) c.cpu.timestamp += ns(10_000);
-    for (const s of f.stats) if (s.linux?.cpu?.usageCoreNanoSeconds) (s.linux.cpu.usageCoreNanoSeconds.value += 1e9), (s.linux.cpu.timestamp += ns(10_000));
-    for (const c of f.cStats) if (c.cpu?.usageCoreNanoSeconds) (c.cpu.usageCoreNanoSeconds.value += 5e8), (c.cpu.timestamp += ns(10_000));
+    for (const s of f.stats) {
+      if (!s.linux?.cpu?.usageCoreNanoSeconds) continue;
+      s.linux.cpu.usageCoreNanoSeconds.value += 1e9;
+      s.linux.cpu.timestamp += ns(10_000);
+    }
+    for (const c of f.cStats) {
+      if (!c.cpu?.usageCoreNanoSeconds) continue;
+      c.cpu.usageCoreNanoSeconds.value += 5e8;
+      c.cpu.timestamp += ns(10_000);
+    }
     out[`${label}.notUpdated`] = JSON.parse(JSON.stringify(await provider.get(false)));
     const updated = await provider.get(true);
     out[`${label}.updated`] = JSON.parse(JSON.stringify(updated));
@@ -166,8 +174,16 @@ async function capture(root: string): Promise<Record<string, unknown>> {
     out[`${label}.metricsCadvisor`] = renderCadvisorMetrics(updated, [{ namespace: 'default', pod: 'p1', container: 'app', id: '/kubepods/podsb1/c1-0', name: 'c1-0', image: 'busybox' }]);
     // Undo the CPU step for the next provider.
     for (const s of f.stats) for (const c of s.linux?.containers ?? []) if (c.cpu?.usageCoreNanoSeconds) c.cpu.timestamp -= ns(10_000);
-    for (const s of f.stats) if (s.linux?.cpu?.usageCoreNanoSeconds) (s.linux.cpu.usageCoreNanoSeconds.value -= 1e9), (s.linux.cpu.timestamp -= ns(10_000));
-    for (const c of f.cStats) if (c.cpu?.usageCoreNanoSeconds) (c.cpu.usageCoreNanoSeconds.value -= 5e8), (c.cpu.timestamp -= ns(10_000));
+    for (const s of f.stats) {
+      if (!s.linux?.cpu?.usageCoreNanoSeconds) continue;
+      s.linux.cpu.usageCoreNanoSeconds.value -= 1e9;
+      s.linux.cpu.timestamp -= ns(10_000);
+    }
+    for (const c of f.cStats) {
+      if (!c.cpu?.usageCoreNanoSeconds) continue;
+      c.cpu.usageCoreNanoSeconds.value -= 5e8;
+      c.cpu.timestamp -= ns(10_000);
+    }
   }
   return out;
 }
