@@ -12,6 +12,7 @@ import {
   PodOperation,
   podRef,
   podSyncError,
+  raceAbort,
   realClock,
   until,
   type Backoff,
@@ -375,13 +376,10 @@ export class Kubelet implements PodSyncer {
   /** Forwards a source into the mailbox until the source ends or the signal aborts (whichever first). */
   private async pump<T>(signal: AbortSignal, source: AsyncIterable<T>, wrap: (item: T) => LoopMessage): Promise<void> {
     const iterator = source[Symbol.asyncIterator]();
-    const aborted = new Promise<'aborted'>((resolve) => {
-      if (signal.aborted) resolve('aborted');
-      else signal.addEventListener('abort', () => resolve('aborted'), { once: true });
-    });
     try {
       while (!signal.aborted) {
-        const next = await Promise.race([iterator.next(), aborted]);
+        // Not a race against one abort promise: each such race stays attached to it, with its item, until abort.
+        const next = await raceAbort(iterator.next(), signal, 'aborted' as const);
         if (next === 'aborted' || next.done) return;
         const message = wrap(next.value);
         await this.mailbox.waitForRoom(message.kind, signal);

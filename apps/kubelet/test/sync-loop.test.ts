@@ -101,3 +101,31 @@ t.test("sources are ready for the kubelet only once the sync loop has handled th
   t.ok(env.kubelet.sourcesReady(), 'ready once the sync loop has handled the SET');
   t.equal(env.kubelet.podManager.getPods()[0]?.metadata?.name, 'kept');
 });
+
+t.test('the sync loop keeps no reference to the updates and events it has handled', async (t) => {
+  const { setFlagsFromString } = await import('node:v8');
+  const { runInNewContext } = await import('node:vm');
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const env = setup();
+  t.teardown(env.stop);
+  const refs: WeakRef<object>[] = [];
+  // Each event carries a payload only it references: once the loop has handled the event, nothing should hold it
+  // (the loop's reads of its sources were once raced against one abort promise, which kept every item read).
+  const push = (i: number) => {
+    const data = { payload: new Array(1000).fill(i) };
+    refs.push(new WeakRef(data));
+    // The event's data is a container id (a string, which a WeakRef cannot hold): an object stands in, unread.
+    env.pleg.push({ id: `unknown-${i}`, type: 'ContainerDied', data: data as unknown as string });
+  };
+  for (let i = 0; i < 100; i++) {
+    push(i);
+    if (i % 10 === 9) await env.advance(100);
+  }
+  await env.advance(1000);
+  env.logger.entries.length = 0; // the test's recording logger keeps what was logged, events included
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  // The last event read may stay in the reading loop's frame while it waits for the next; none before it.
+  t.ok(refs.slice(0, -1).every((r) => r.deref() === undefined), 'every handled event before the last was collected');
+});

@@ -143,3 +143,27 @@ export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (i
   });
   await Promise.all(workers);
 }
+
+/**
+ * Resolves with promise's value, or with `onAbort` as soon as signal aborts (promise is then left to settle on its
+ * own). Unlike `Promise.race([promise, aborted])` against one long-lived abort promise, it leaves nothing behind once
+ * settled: that race adds a reaction to the abort promise on every call, and each reaction keeps the value it raced
+ * reachable until the signal aborts (a loop over a stream of pod updates kept every update).
+ */
+export function raceAbort<T, A>(promise: Promise<T>, signal: AbortSignal, onAbort: A): Promise<T | A> {
+  if (signal.aborted) return Promise.resolve(onAbort);
+  return new Promise<T | A>((resolve, reject) => {
+    const aborted = (): void => resolve(onAbort);
+    signal.addEventListener('abort', aborted, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', aborted);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', aborted);
+        reject(error);
+      },
+    );
+  });
+}

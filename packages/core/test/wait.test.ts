@@ -1,5 +1,5 @@
 import t from 'tap';
-import { until, jitterUntil, nonSlidingUntil, jitter, pollUntil, WaitTimeoutError, forEachLimit } from '../src/index.js';
+import { until, jitterUntil, nonSlidingUntil, jitter, pollUntil, WaitTimeoutError, forEachLimit, raceAbort } from '../src/index.js';
 import { captureStderr, FakeClock, RecordingLogger } from '../src/testing.js';
 
 t.test('jitter', async (t) => {
@@ -348,4 +348,37 @@ t.test('forEachLimit runs every item once, in order of start, never more than li
   await forEachLimit([], 3, async () => void calls++);
   await forEachLimit(['only'], 0, async () => void calls++);
   t.equal(calls, 1, 'nothing for no items; a limit below 1 still runs one at a time');
+});
+
+t.test('raceAbort: the value, or onAbort as soon as the signal aborts, or the rejection', async (t) => {
+  const controller = new AbortController();
+  t.equal(await raceAbort(Promise.resolve(1), controller.signal, 'aborted'), 1);
+  await t.rejects(raceAbort(Promise.reject(new Error('boom')), controller.signal, 'aborted'), /boom/);
+  const pending = raceAbort(new Promise<number>(() => undefined), controller.signal, 'aborted');
+  controller.abort();
+  t.equal(await pending, 'aborted');
+  t.equal(await raceAbort(Promise.resolve(2), controller.signal, 'aborted'), 'aborted', 'already aborted');
+});
+
+t.test('raceAbort leaves nothing on the signal once settled: neither a listener nor the value raced', async (t) => {
+  // In node:events since Node 15; not in the installed @types/node's module type.
+  const { getEventListeners } = (await import('node:events')) as unknown as { getEventListeners(target: EventTarget, type: string): unknown[] };
+  const { setFlagsFromString } = await import('node:v8');
+  const { runInNewContext } = await import('node:vm');
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const controller = new AbortController();
+  const refs: WeakRef<object>[] = [];
+  // A loop over a long stream, as the kubelet's sync loop reads its sources: every item must be collectable once
+  // handled, for as long as the signal lives (a race against one abort promise kept each of them).
+  const handle = async (i: number): Promise<boolean> => {
+    const item = { pods: new Array(100).fill(i) };
+    refs.push(new WeakRef(item));
+    return (await raceAbort(Promise.resolve(item), controller.signal, undefined)) === item;
+  };
+  for (let i = 0; i < 200; i++) if (!(await handle(i))) t.fail('not the value');
+  t.equal(getEventListeners(controller.signal, 'abort').length, 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  t.equal(refs.filter((r) => r.deref() !== undefined).length, 0, 'every raced value was collected');
 });
