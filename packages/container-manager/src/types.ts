@@ -24,7 +24,7 @@ export interface ResourceConfig {
 }
 
 /**
- * The filesystem seam over /sys/fs/cgroup. The real one is node:fs/promises (`nodeCgroupFs`);
+ * The filesystem seam over /sys/fs/cgroup. The real one is node:fs (`nodeCgroupFs`: synchronous reads, asynchronous writes);
  * `./testing` has FakeCgroupFs. Errors carry Node's `code` (ENOENT, EEXIST, EBUSY, EACCES).
  */
 export interface CgroupFs {
