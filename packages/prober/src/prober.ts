@@ -84,29 +84,36 @@ export class Prober implements ContainerProber {
   async probe(type: ProbeType, pod: V1Pod, status: V1PodStatus, container: V1Container, containerId: string): Promise<'success' | 'failure'> {
     const spec = probeSpecOf(container, type);
     if (!spec) return 'success';
-    const kv = { probeType: probeTypeName(type), pod: `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`, containerName: container.name };
     let response: ProbeResponse = { result: 'unknown', output: '' };
     for (let attempt = 0; attempt < MAX_PROBE_RETRIES; attempt++) {
       response = await this.runProbe(spec, status, container, containerId, pod);
       if (response.result !== 'unknown') break;
     }
+    const kv = (): { probeType: string; pod: string; containerName: string } => ({
+      probeType: probeTypeName(type),
+      pod: `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`,
+      containerName: container.name,
+    });
+    if (response.result === 'success') {
+      // The common case, once a second per probe: nothing is built unless -v=3 logs it.
+      const v3 = this.logger.v(3);
+      if (v3.enabled) v3.info('Probe succeeded', kv());
+      return 'success';
+    }
     const details = { containerName: container.name, fieldPath: containerSpecFieldPath(pod, container.name) };
     const name = probeTypeName(type);
     switch (response.result) {
-      case 'success':
-        this.logger.v(3).info('Probe succeeded', kv);
-        return 'success';
       case 'warning':
         this.recorder.event(pod, 'Warning', KubeletEventReason.ContainerProbeWarning, `${name} probe warning: ${response.output}`, details);
-        this.logger.v(3).info('Probe succeeded with a warning', { ...kv, output: response.output });
+        this.logger.v(3).info('Probe succeeded with a warning', { ...kv(), output: response.output });
         return 'success';
       case 'failure':
         this.recorder.event(pod, 'Warning', KubeletEventReason.ContainerUnhealthy, `${name} probe failed: ${response.output}`, details);
-        this.logger.v(1).info('Probe failed', { ...kv, probeResult: 'failure', output: response.output });
+        this.logger.v(1).info('Probe failed', { ...kv(), probeResult: 'failure', output: response.output });
         return 'failure';
       default:
         this.recorder.event(pod, 'Warning', KubeletEventReason.ContainerUnhealthy, `${name} probe errored: ${response.output}`, details);
-        this.logger.v(1).info('Probe errored', { ...kv, err: response.output });
+        this.logger.v(1).info('Probe errored', { ...kv(), err: response.output });
         return 'failure';
     }
   }

@@ -72,6 +72,9 @@ export class Worker {
   private wake?: () => void;
   private pendingWake = false;
   private loop?: Promise<void>;
+  /** The running container's startedAt as last read and its time, so a string is parsed once, not every period. */
+  private startedAtSeen: unknown;
+  private startedAtMs = Number.NaN;
   /** Probes run (for tests and benchmarks). */
   probes = 0;
 
@@ -220,7 +223,7 @@ export class Worker {
     }
 
     // Probe disabled for initialDelaySeconds (Go truncates the seconds since start).
-    const startedAt = running.startedAt ? new Date(running.startedAt).getTime() : Number.NaN;
+    const startedAt = this.startedAtOf(running.startedAt);
     if (Number.isFinite(startedAt) && Math.trunc(clock.since(startedAt) / 1000) < this.settings.initialDelaySeconds) return true;
 
     if (c.started) {
@@ -253,6 +256,17 @@ export class Worker {
       this.resultRun = 0;
     }
     return true;
+  }
+
+  /** Epoch ms of a status's startedAt (a Date or an RFC 3339 string), NaN when unset. */
+  private startedAtOf(value: Date | string | undefined): number {
+    if (!value) return Number.NaN;
+    if (value instanceof Date) return value.getTime();
+    if (value !== this.startedAtSeen) {
+      this.startedAtSeen = value;
+      this.startedAtMs = new Date(value).getTime();
+    }
+    return this.startedAtMs;
   }
 
   /** This worker's probe, for metrics. */

@@ -176,6 +176,29 @@ t.test('initialDelaySeconds counts from the container start', async (t) => {
   await finish(t, manager, clock);
 });
 
+t.test('initialDelaySeconds with startedAt as an RFC 3339 string, and a new startedAt of the same container id', async (t) => {
+  const { clock, store, prober, manager } = setup();
+  const pod = makePod([container('app', { readiness: execProbeSpec({ periodSeconds: 10, initialDelaySeconds: 25 }) })]);
+  const status = (startedAt: number): V1PodStatus => {
+    const s = runningStatus(clock, C1, {}, true);
+    // A status read from JSON carries the time as a string (the worker keeps its parsed value until it changes).
+    (s.containerStatuses?.[0].state?.running as { startedAt: unknown }).startedAt = new Date(startedAt).toISOString();
+    return s;
+  };
+  store.set('uid-1', status(clock.now()));
+  manager.addPod(pod);
+  await clock.advance(20_000);
+  t.equal(prober.count('readiness'), 0, 'no probe at 0, 10 and 20 s');
+  await clock.advance(10_000);
+  t.equal(prober.count('readiness'), 1, 'first probe at 30 s');
+  store.set('uid-1', status(clock.now()));
+  await clock.advance(20_000);
+  t.equal(prober.count('readiness'), 1, 'a later startedAt delays the probes again');
+  await clock.advance(10_000);
+  t.equal(prober.count('readiness'), 2);
+  await finish(t, manager, clock);
+});
+
 t.test('the first probe is jittered within the period right after the manager starts', async (t) => {
   const { clock, store, prober, manager } = setup({ random: 0.5 });
   store.set('uid-1', runningStatus(clock, C1, {}, true));
