@@ -141,6 +141,11 @@ export class FollowHub {
     return follower;
   }
 
+  /** Followers waiting, for tests. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   /** Followers subscribed, for tests. */
   get followers(): number {
     let n = 0;

@@ -14,8 +14,12 @@ export const LOG_FORCE_CHECK_PERIOD_MS = 1000;
  */
 export const STATE_CHECK_PERIOD_MS = 5000;
 
-/** The reader's buffer; a record longer than this grows it. */
-const READ_CHUNK_SIZE = 64 * 1024;
+/**
+ * The reader's buffer: it starts small (a follower of a quiet log needs little) and doubles while reads fill it, up to
+ * this size; a record longer than that grows it further.
+ */
+const READ_CHUNK_SIZE = 256 * 1024;
+const FIRST_READ_SIZE = 16 * 1024;
 const EOL = 0x0a;
 const SPACE = 0x20;
 const DOT = 0x2e;
@@ -356,6 +360,8 @@ class ChunkReader {
   position: number;
   /** clock.now() when data last arrived. */
   lastDataAt: number;
+  /** The last read filled the buffer: there is probably more, read more at once. */
+  private lastReadFull = false;
 
   constructor(
     readonly file: FileHandle,
@@ -373,12 +379,14 @@ class ChunkReader {
       this.end -= this.start;
       this.start = 0;
     }
-    if (this.end === this.buf.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(READ_CHUNK_SIZE, this.buf.length * 2));
+    if (this.end === this.buf.length || (this.lastReadFull && this.buf.length < READ_CHUNK_SIZE)) {
+      const bigger = Buffer.allocUnsafe(Math.max(FIRST_READ_SIZE, this.buf.length * 2));
       this.buf.copy(bigger, 0, 0, this.end);
       this.buf = bigger;
     }
-    const { bytesRead } = await this.file.read(this.buf, this.end, this.buf.length - this.end, this.position);
+    const room = this.buf.length - this.end;
+    const { bytesRead } = await this.file.read(this.buf, this.end, room, this.position);
+    this.lastReadFull = bytesRead === room;
     if (bytesRead > 0) {
       this.end += bytesRead;
       this.position += bytesRead;
@@ -392,6 +400,7 @@ class ChunkReader {
     if (this.start === this.end) {
       this.buf = EMPTY;
       this.start = this.end = 0;
+      this.lastReadFull = false;
     }
   }
 
@@ -420,17 +429,53 @@ async function openLog(path: string): Promise<OpenFile> {
   }
 }
 
+type StatusRuntime = Pick<RuntimeService, 'containerStatus'>;
+
+/** containerStatus calls in flight, by runtime and container: followers of one container checking at the same tick share one. */
+const statusCalls = new WeakMap<StatusRuntime, Map<string, Promise<runtimeapi.ContainerStatusResponse>>>();
+
+/** The container's status, from the call in flight for it if there is one (never a finished one). */
+function sharedContainerStatus(runtime: StatusRuntime, containerId: string): Promise<runtimeapi.ContainerStatusResponse> {
+  let calls = statusCalls.get(runtime);
+  if (!calls) statusCalls.set(runtime, (calls = new Map()));
+  let call = calls.get(containerId);
+  if (!call) {
+    const started = runtime.containerStatus(containerId, false);
+    const done = (): void => {
+      if (calls.get(containerId) === started) calls.delete(containerId);
+    };
+    started.then(done, done);
+    calls.set(containerId, (call = started));
+  }
+  return call;
+}
+
+/** Settles as promise does, or rejects with the signal's reason when it aborts first. */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
 /**
  * Go's isContainerRunning: a stopped container is not an error (it is the normal way a follow
- * ends); failing to get its status is.
+ * ends); failing to get its status is. Followers of one container asking at once share the call.
  */
-async function isContainerRunning(
-  runtime: Pick<RuntimeService, 'containerStatus'>,
-  containerId: string,
-  logger: Logger,
-  signal: AbortSignal | undefined,
-): Promise<boolean> {
-  const response = await runtime.containerStatus(containerId, false, { signal });
+async function isContainerRunning(runtime: StatusRuntime, containerId: string, logger: Logger, signal: AbortSignal | undefined): Promise<boolean> {
+  const response = await unlessAborted(sharedContainerStatus(runtime, containerId), signal);
   if (!response.status) throw new Error(`container status is nil for ${JSON.stringify(containerId)}`);
   if (response.status.state !== runtimeapi.ContainerState.CONTAINER_RUNNING) {
     logger.v(5).info('Container is not running', { containerId, state: response.status.state });

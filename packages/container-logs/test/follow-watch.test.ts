@@ -148,7 +148,9 @@ t.test('readLogs: idle followers share one watch and one tick, and a tick reads 
   const readers = sinks.map((out) =>
     track(readLogs(path, 'c1', { follow: true }, { runtime, stdout: out, stderr: out, clock, signal: controller.signal, logger: new RecordingLogger() })),
   );
-  await eventually(() => runtime.callCount('containerStatus') === 50 && clock.pendingTimers() === 1, { what: 'all 50 waiting' });
+  await eventually(() => hub.waiting === 50, { what: 'all 50 waiting' });
+  const firstChecks = runtime.callCount('containerStatus');
+  t.ok(firstChecks >= 1 && firstChecks <= 50, 'the state is checked at the first end of file (calls in flight shared)');
   t.equal(process.getActiveResourcesInfo().filter((r) => r === 'FSEventWrap').length, watchersBefore + 1, 'one fs.watch for 50 followers');
   t.equal(hub.followers, 50);
 
@@ -159,14 +161,19 @@ t.test('readLogs: idle followers share one watch and one tick, and a tick reads 
   }
   t.equal(hub.counts.ticks - before.ticks, 3);
   t.equal(hub.counts.tickWakes - before.tickWakes, 0, 'no follower woken by a tick while its file is unchanged');
-  t.equal(runtime.callCount('containerStatus'), 50, 'no state check before the log was idle for stateCheckPeriod');
+  t.equal(runtime.callCount('containerStatus'), firstChecks, 'no state check before the log was idle for stateCheckPeriod');
 
   // New data reaches every follower through the watch, without the clock.
   await appendCriLog(path, [{ time: T0 + 1, text: 'world' }]);
   await eventually(() => sinks.every((s) => s.text() === 'hello\nworld\n'), { what: 'the new line, by fs.watch alone' });
   t.ok(hub.counts.eventWakes > 0);
 
-  // After stateCheckPeriod of idling the tick wakes them for one state check each; they end once it stopped.
+  // After stateCheckPeriod of idling the tick wakes them all at once for the state check: one call for the 50.
+  const checks = runtime.callCount('containerStatus');
+  await eventually(() => runtime.callCount('containerStatus') > checks, { clock, stepMs: 1000, what: 'the state check' });
+  await eventually(() => hub.waiting === 50, { what: 'all waiting again' });
+  t.equal(runtime.callCount('containerStatus') - checks, 1, 'followers of one container checking at one tick share the call');
+  // They end once it stopped.
   runtime.setRunning('c1', false);
   await eventually(() => readers.every((r) => r.done()), { clock, what: 'the follows to end' });
   for (const r of readers) await r.promise;
