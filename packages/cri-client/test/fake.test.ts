@@ -35,6 +35,20 @@ t.test('FakeRuntimeService: sandbox and container lifecycle with recorded calls'
   t.same(runtime.called.slice(0, 4), ['runPodSandbox', 'createContainer', 'containerStatus', 'containerStatus']);
 });
 
+t.test('FakeRuntimeService: PodSandboxStatus carries the sandbox containers and the time, as the evented PLEG reads them', async (t) => {
+  const runtime = new FakeRuntimeService(clock);
+  const sandboxId = await runtime.runPodSandbox(sandboxConfig);
+  const other = await runtime.runPodSandbox({ ...sandboxConfig, metadata: { ...sandboxConfig.metadata!, attempt: 1 } });
+  const id = await runtime.createContainer(sandboxId, { metadata: { name: 'app' } }, sandboxConfig);
+  await runtime.createContainer(other, { metadata: { name: 'app' } }, sandboxConfig);
+  await runtime.startContainer(id);
+  const response = await runtime.podSandboxStatus(sandboxId);
+  t.same(response.containersStatuses.map((s) => [s.id, s.state]), [[id, 'CONTAINER_RUNNING']], 'only this sandbox');
+  t.equal(response.timestamp, clock.t * 1_000_000);
+  await runtime.removeContainer(id);
+  t.same((await runtime.podSandboxStatus(sandboxId)).containersStatuses, []);
+});
+
 t.test('FakeRuntimeService: injected errors, one-shot and persistent', async (t) => {
   const runtime = new FakeRuntimeService(clock);
   runtime.injectError('version', 'Unavailable');

@@ -324,7 +324,8 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     this.record('podSandboxStatus', [podSandboxId, verbose], options);
     const entry = this.sandboxes.get(podSandboxId);
     if (!entry) throw this.notFound('PodSandboxStatus', 'pod sandbox', podSandboxId);
-    return { status: structuredClone(entry.status), info: {}, containersStatuses: [], timestamp: this.nowNanos() };
+    // As a runtime with container events answers (and the evented PLEG reads): the sandbox's containers at its time.
+    return { status: structuredClone(entry.status), info: {}, containersStatuses: this.containerStatusesOf(podSandboxId), timestamp: this.nowNanos() };
   }
 
   async listPodSandbox(filter?: api.PodSandboxFilterInit, options?: CallOptions): Promise<api.PodSandbox[]> {
@@ -640,6 +641,10 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     };
   }
 
+  private containerStatusesOf(sandboxId: string): api.ContainerStatus[] {
+    return [...this.containers.values()].filter((c) => c.sandboxId === sandboxId).map((c) => structuredClone(c.status));
+  }
+
   /** Ends every open event stream, as a runtime restart would. */
   endEventStreams(): void {
     for (const stream of this.eventStreams) stream.end();
@@ -649,7 +654,7 @@ export class FakeRuntimeService extends FakeBase implements RuntimeService {
     if (this.eventStreams.size === 0) return;
     const entry = removed ?? this.containers.get(containerId);
     const sandbox = entry ? this.sandboxes.get(entry.sandboxId) : undefined;
-    const siblings = [...this.containers.values()].filter((c) => entry && c.sandboxId === entry.sandboxId).map((c) => structuredClone(c.status));
+    const siblings = entry ? this.containerStatusesOf(entry.sandboxId) : [];
     const event: api.ContainerEventResponse = {
       containerId,
       containerEventType: type,
