@@ -20,7 +20,23 @@ import { diskUsage, fsInfo, type FsInfo, type StatfsFunction } from './host.js';
 import { formatTimeMs } from './time-format.js';
 import type { PodVolumeStats } from './volumes.js';
 
-export type StatsRuntimeService = Pick<RuntimeService, 'listPodSandbox' | 'listContainers' | 'listPodSandboxStats' | 'listContainerStats'>;
+/** What the stats read from the runtime; `version`, when there, lets them avoid a runtime's known-bad ListPodSandboxStats. */
+export type StatsRuntimeService = Pick<RuntimeService, 'listPodSandbox' | 'listContainers' | 'listPodSandboxStats' | 'listContainerStats'> &
+  Partial<Pick<RuntimeService, 'version'>>;
+
+/**
+ * Why a runtime's ListPodSandboxStats must not be called, or undefined when it may. containerd 1.6 before 1.6.22 writes
+ * its sandbox store under a read lock in ListPodSandboxStats (containerd#8130, backported in #8819), so the call beside
+ * any other sandbox call (the PLEG's ListPodSandbox, a pod worker's PodSandboxStatus) can kill containerd with `fatal
+ * error: concurrent map iteration and map write` (seen here on Debian 12's 1.6.20). The Go kubelet never makes the call
+ * unless its PodAndContainerStatsFromCRI gate is on, so these runtimes get what it does: ListContainerStats.
+ */
+export function unsafeSandboxStatsReason(version: Pick<runtimeapi.VersionResponse, 'runtimeName' | 'runtimeVersion'>): string | undefined {
+  if (version.runtimeName !== 'containerd') return undefined;
+  const match = /^v?1\.6\.(\d+)(?:[^\d]|$)/.exec(version.runtimeVersion);
+  if (!match || Number(match[1]) >= 22) return undefined;
+  return `containerd ${version.runtimeVersion} can crash when ListPodSandboxStats runs beside other sandbox calls (containerd#8130, fixed in 1.6.22)`;
+}
 
 export interface ListPodStatsOptions {
   /** Move the CPU usage cache on (Go: ListPodStatsAndUpdateCPUNanoCoreUsage). */
@@ -64,6 +80,8 @@ export class CriPodStats {
   private readonly logger: Logger;
   /** False once the runtime answered ListPodSandboxStats with Unimplemented: do not ask again. */
   private sandboxStatsSupported = true;
+  /** Whether the runtime's version has been checked against unsafeSandboxStatsReason. */
+  private sandboxStatsChecked = false;
   /** By container id; an entry goes when its container is no longer listed. */
   private readonly staticInfo = new Map<string, StaticContainerInfo>();
   /** A sandbox's start time by sandbox id; an entry goes when its sandbox is no longer listed. */
@@ -79,7 +97,28 @@ export class CriPodStats {
     this.logger = opts.logger ?? defaultLogger;
   }
 
-  /** Whether the runtime serves ListPodSandboxStats (true until it says Unimplemented). */
+  /** Asks the runtime's version once (again after a failed ask) and stops using a ListPodSandboxStats known to crash it. */
+  private async checkSandboxStatsSafe(): Promise<void> {
+    if (!this.runtime.version) {
+      this.sandboxStatsChecked = true;
+      return;
+    }
+    let version: runtimeapi.VersionResponse;
+    try {
+      version = await this.runtime.version('v1');
+    } catch (err) {
+      this.logger.v(4).info('Runtime version unknown; asking again at the next scrape', { err: errorText(err) });
+      return;
+    }
+    this.sandboxStatsChecked = true;
+    const reason = unsafeSandboxStatsReason(version);
+    if (reason) {
+      this.sandboxStatsSupported = false;
+      this.logger.warn('Not calling ListPodSandboxStats; using ListContainerStats', { reason });
+    }
+  }
+
+  /** Whether the runtime serves ListPodSandboxStats (true until it says Unimplemented or is known to crash on it). */
   get usesSandboxStats(): boolean {
     return this.sandboxStatsSupported;
   }
@@ -88,6 +127,7 @@ export class CriPodStats {
     const { containers, sandboxes } = await this.podAndContainerMaps();
     const memo: FsInfoMemo = new Map();
     let pods: PodStats[] | undefined;
+    if (this.sandboxStatsSupported && !this.sandboxStatsChecked) await this.checkSandboxStatsSafe();
     if (this.sandboxStatsSupported) {
       try {
         const sandboxStats = await this.runtime.listPodSandboxStats({});
