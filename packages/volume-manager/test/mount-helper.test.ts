@@ -209,7 +209,7 @@ t.test('close ends the helper, and an idle helper does not keep the process aliv
 
   // A process that used the helper and has nothing else to do exits, and its helper with it.
   const src = new URL('../src/mount-helper.ts', import.meta.url).pathname;
-  const script = `import { MountHelper } from ${JSON.stringify(src)}; const h = new MountHelper(); await h.umount('/nonexistent/path'); console.log(h.pid);`;
+  const script = `import { MountHelper } from ${JSON.stringify(src)}; const h = new MountHelper(); await h.umount('/nonexistent/path'); process.stdout.write(String(h.pid));`; // not console.log: FORCE_COLOR (set under a terminal) colours a number
   const tsx = new URL('../../../node_modules/.bin/tsx', import.meta.url).pathname;
   const stdout = await new Promise<string>((resolve, reject) =>
     execFile(tsx, ['--input-type=module', '-e', script], { timeout: 60_000 }, (err, out) => (err ? reject(err) : resolve(out))),
