@@ -1,6 +1,6 @@
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import { abortReason, errorText, isNotExist, defaultLogger, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { abortReason, errorText, isNotExist, defaultLogger, raceAbort, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { parseCriLogLine, runtimeapi, type CriLogRecord, type RuntimeService } from '@kubelet-ts/cri-client';
 import { followHub, type LogFollower } from './follow-watch.js';
 import { findTailLineStartIndex } from './tail.js';
@@ -452,24 +452,14 @@ function sharedContainerStatus(runtime: StatusRuntime, containerId: string): Pro
   return call;
 }
 
+const ABORTED: unique symbol = Symbol('aborted');
+
 /** Settles as promise does, or rejects with the signal's reason when it aborts first. */
-function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(abortReason(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortReason(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
+  const result = await raceAbort(promise, signal, ABORTED);
+  if (result === ABORTED) throw abortReason(signal);
+  return result;
 }
 
 /**
