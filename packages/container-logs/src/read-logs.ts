@@ -1,6 +1,6 @@
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import { abortReason, errorText, isNotExist, defaultLogger, raceAbort, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { abortReason, errorText, isNotExist, defaultLogger, rejectOnAbort, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { parseCriLogLine, runtimeapi, type CriLogRecord, type RuntimeService } from '@kubelet-ts/cri-client';
 import { followHub, type LogFollower } from './follow-watch.js';
 import { findTailLineStartIndex } from './tail.js';
@@ -452,14 +452,9 @@ function sharedContainerStatus(runtime: StatusRuntime, containerId: string): Pro
   return call;
 }
 
-const ABORTED: unique symbol = Symbol('aborted');
-
 /** Settles as promise does, or rejects with the signal's reason when it aborts first. */
-async function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  const result = await raceAbort(promise, signal, ABORTED);
-  if (result === ABORTED) throw abortReason(signal);
-  return result;
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  return signal ? rejectOnAbort(promise, signal) : promise;
 }
 
 /**

@@ -10,6 +10,7 @@ import { apiErrorMessage, isGone } from './api-errors.js';
 import { Backoff } from './backoff.js';
 import { abortReason, realClock, type Clock } from './clock.js';
 import { defaultLogger, type Logger } from './logger.js';
+import { rejectOnAbort } from './wait.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
@@ -337,25 +338,6 @@ export class Reflector<T extends ObjectWithMeta> {
     if (byName.size === 0) this.store.delete(namespace);
     return removed;
   }
-}
-
-/** p, or a rejection with the abort reason as soon as signal aborts (a generated client's list cannot be aborted). */
-function rejectOnAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortReason(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortReason(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 /** Query parameters for client-node's Watch. */

@@ -167,3 +167,22 @@ export function raceAbort<T, A>(promise: Promise<T>, signal: AbortSignal, onAbor
     );
   });
 }
+
+/** p, or a rejection with the abort reason as soon as signal aborts (for work that cannot be aborted itself, e.g. a generated client's list); the listener goes once p settles. */
+export function rejectOnAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
+}
