@@ -118,3 +118,30 @@ t.test('Prober: events, retries of errored probes, defaults', async (t) => {
     ],
   );
 });
+
+t.test('a simulated probe answers instead of the handler, with the real probe\'s events', async (t) => {
+  const recorder = new RecordingEventRecorder();
+  const asked: Array<{ type: string; container: string; id: string }> = [];
+  const prober = new Prober({
+    recorder,
+    simulate: (type, _pod, container, containerId) => {
+      asked.push({ type, container: container.name, id: containerId });
+      return type === 'readiness' ? { result: 'failure', output: 'simulated failure' } : { result: 'success', output: '' };
+    },
+  });
+  // An HTTP handler on a pod IP nobody listens on: never dialled.
+  const container = { name: 'app', readinessProbe: { httpGet: { port: 1 } }, livenessProbe: { tcpSocket: { port: 1 } } };
+  const pod = { metadata: { name: 'p', namespace: 'default', uid: 'u' }, spec: { containers: [container] } };
+  const status = { podIP: '192.0.2.1' };
+  t.equal(await prober.probe('readiness', pod, status, container, 'containerd://c1'), 'failure');
+  t.equal(await prober.probe('liveness', pod, status, container, 'containerd://c1'), 'success');
+  t.equal(await prober.probe('startup', pod, status, container, 'containerd://c1'), 'success', 'no startup probe: success without asking');
+  t.same(asked, [
+    { type: 'readiness', container: 'app', id: 'containerd://c1' },
+    { type: 'liveness', container: 'app', id: 'containerd://c1' },
+  ]);
+  t.same(
+    recorder.events.map((e) => [e.type, e.reason, e.message]),
+    [['Warning', 'Unhealthy', 'Readiness probe failed: simulated failure']],
+  );
+});
