@@ -54,6 +54,11 @@ export interface SummaryProviderOptions {
   /** Reads cgroup CPU and memory; default FsCgroupReader over cgroupRoot. */
   cgroupReader?: CgroupReader;
   systemCgroups?: SystemCgroups;
+  /**
+   * The node's memory capacity, against which the node's available memory is computed; default MemTotal of
+   * <procRoot>/meminfo. A simulated node (kubelet fleet) says its own.
+   */
+  nodeMemoryCapacityBytes?: () => number;
   /** The node's network interfaces; default /proc/net/dev (and /proc/net/route for the default one). */
   nodeNetwork?: () => Promise<HostNetwork>;
   /** A pod's volume stats; default du of the directories under <rootDir>/pods/<uid>/volumes. */
@@ -81,6 +86,7 @@ export class SummaryProvider implements SummarySource {
   private readonly cgroups: CgroupReader;
   private readonly systemCgroups: SystemCgroups;
   private readonly nodeNetwork: () => Promise<HostNetwork>;
+  private readonly nodeMemoryCapacityBytes: (() => number) | undefined;
   private readonly statfs: StatfsFunction;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -99,6 +105,7 @@ export class SummaryProvider implements SummarySource {
     this.clock = opts.clock ?? realClock;
     this.logger = opts.logger ?? defaultLogger;
     this.statfs = opts.statfs ?? defaultStatfs;
+    this.nodeMemoryCapacityBytes = opts.nodeMemoryCapacityBytes;
     this.cgroups = opts.cgroupReader ?? new FsCgroupReader({ cgroupRoot: opts.cgroupRoot, procRoot: this.procRoot });
     this.systemCgroups = opts.systemCgroups ?? {};
     this.nodeNetwork = opts.nodeNetwork ?? (() => readHostNetwork(this.procRoot));
@@ -225,6 +232,7 @@ export class SummaryProvider implements SummarySource {
 
   /** The root cgroup's memory; available = the machine's memory (MemTotal) - working set, as cAdvisor's root limit. */
   private async nodeMemory(): Promise<MemoryStats | undefined> {
+    if (this.nodeMemoryCapacityBytes) return this.cgroupMemory(ROOT_CGROUP, this.nodeMemoryCapacityBytes());
     const meminfoFile = join(this.procRoot, 'meminfo');
     let capacity: number | undefined;
     try {

@@ -407,3 +407,13 @@ t.test('VolumeDirStats leaves out the plugin directories whose plugin reports us
   const some = await new VolumeDirStats({ rootDir: root, clock: new FakeClock(), skipPluginDirs: ['kubernetes.io~csi'] }).podVolumeStats('uid1');
   t.same([...some!.ephemeralVolumes, ...some!.persistentVolumes].map((v) => v.name), ['cache']);
 });
+
+t.test('nodeMemoryCapacityBytes: a node of its own size (simulated) reports available memory against it, not MemTotal', async (t) => {
+  let capacity = 4 * GiB;
+  const env = setup(t, { cgroupVersion: 2, provider: { nodeMemoryCapacityBytes: () => capacity } });
+  const node = (await env.provider.get(true)).node;
+  t.same(node.memory && [node.memory.availableBytes, node.memory.workingSetBytes], [4 * GiB - 2 * GiB, 2 * GiB], 'its capacity - working set');
+  capacity = GiB;
+  const over = (await env.provider.get(true)).node;
+  t.equal(over.memory?.availableBytes, 0, 'a working set over the capacity: nothing available, never negative');
+});
