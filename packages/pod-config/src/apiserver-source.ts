@@ -70,12 +70,32 @@ export interface ApiserverSourceOptions extends ReflectorTuning {
 }
 
 /**
+ * A node's API server pod source as makePodSourceConfig returns it (`api`): an ApiserverSource (a watch
+ * of its own) or a SharedPodWatch's NodePodSource.
+ */
+export interface ApiPodSource {
+  readonly source: PodSourceName;
+  /** Starts (after nodeHasSynced); returns at once. */
+  start(): void;
+  /** Stops this source; nothing of it is left behind. */
+  stop(): Promise<void>;
+  /** True once the node's pods were listed. */
+  hasSynced(): boolean;
+  /** The last resourceVersion seen (list, event or bookmark). */
+  lastSyncResourceVersion(): string;
+  /** The node's pods. */
+  pods(): V1Pod[];
+  /** The reflector's counters and the SETs this source sent. */
+  stats(): ReflectorStats & { sets: number };
+}
+
+/**
  * Go's NewSourceApiserver: core's Reflector (list, then watch from the list's resourceVersion) over
  * the node's pods feeding an undelta store, which sends a SET of all the node's pods whenever one
  * changes. A watch that ends or breaks is resumed from the last resourceVersion seen (bookmarks
  * included); a 410 Gone re-lists. Bursts of events are coalesced into one SET.
  */
-export class ApiserverSource {
+export class ApiserverSource implements ApiPodSource {
   readonly source: PodSourceName;
   private readonly nodeName: string;
   private readonly sink: PodUpdateSink;

@@ -15,12 +15,22 @@ export { HttpSource, HttpStatusError, parseManifestUrlHeader, type HttpSourceOpt
 export {
   ApiserverSource,
   GoneError,
+  type ApiPodSource,
   createPodListerWatcher,
   nodeFieldSelector,
   type ApiserverSourceOptions,
   type PodListerWatcher,
   type PodWatchEvent,
 } from './apiserver-source.js';
+export {
+  NodePodSource,
+  SharedPodWatch,
+  boundPodsFieldSelector,
+  createBoundPodsListerWatcher,
+  type NodePodSourceOptions,
+  type SharedPodWatchOptions,
+  type SharedPodWatchStats,
+} from './shared-pod-watch.js';
 export { makePodSourceConfig, type PodSourceConfig, type PodSourceConfigOptions } from './make-pod-source-config.js';
 export {
   ManifestError,

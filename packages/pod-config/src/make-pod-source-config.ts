@@ -1,9 +1,10 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { PodSource, defaultLogger, type Clock, type EventRecorder, type Logger } from '@kubelet-ts/core';
-import { ApiserverSource, type PodListerWatcher } from './apiserver-source.js';
+import { ApiserverSource, type ApiPodSource, type PodListerWatcher } from './apiserver-source.js';
 import { PodConfig, type PodConfigMode } from './config.js';
 import { FileSource } from './file-source.js';
 import { HttpSource, parseManifestUrlHeader, type ManifestUrlHeader } from './http-source.js';
+import type { SharedPodWatch } from './shared-pod-watch.js';
 
 export interface PodSourceConfigOptions {
   nodeName: string;
@@ -21,6 +22,12 @@ export interface PodSourceConfigOptions {
   kubeConfig?: KubeConfig;
   /** Instead of kubeConfig: the list/watch the API server source uses (tests). */
   podListerWatcher?: PodListerWatcher;
+  /**
+   * The API server source is this node's share of a watch of many nodes' pods (a fleet) instead of a
+   * watch of its own: kubeConfig and podListerWatcher are then not used for pods. stop() unsubscribes
+   * only this node; the watch is started and stopped by its owner.
+   */
+  sharedPodWatch?: SharedPodWatch;
   /** The API server source starts once this is true (Go: the node is registered). */
   nodeHasSynced?: () => boolean;
   /** Default 'incremental', as the kubelet. */
@@ -37,15 +44,16 @@ export interface PodSourceConfig {
   podConfig: PodConfig;
   file?: FileSource;
   http?: HttpSource;
-  api?: ApiserverSource;
+  /** An ApiserverSource, or a NodePodSource of sharedPodWatch. */
+  api?: ApiPodSource;
   /** Stops every source and closes the config (ending its updates stream). */
   stop(): Promise<void>;
 }
 
 /**
  * Go's makePodSourceConfig: one PodConfig with a file source (staticPodPath), an HTTP source
- * (staticPodURL, headers validated first) and an API server source (kubeConfig), each on its own
- * channel, started at once. Throws before starting anything when the options are invalid.
+ * (staticPodURL, headers validated first) and an API server source (kubeConfig, or a node source of
+ * sharedPodWatch), each on its own channel, started at once. Throws before starting anything when the options are invalid.
  */
 export function makePodSourceConfig(opts: PodSourceConfigOptions): PodSourceConfig {
   if (!opts.nodeName) throw new Error('nodeName is required');
@@ -85,7 +93,15 @@ export function makePodSourceConfig(opts: PodSourceConfigOptions): PodSourceConf
       logger,
     });
   }
-  if (opts.kubeConfig || opts.podListerWatcher) {
+  if (opts.sharedPodWatch) {
+    logger.info('Adding apiserver pod source (shared pod watch)');
+    result.api = opts.sharedPodWatch.nodeSource({
+      nodeName: opts.nodeName,
+      nodeHasSynced: opts.nodeHasSynced,
+      sink: podConfig.channel(PodSource.API),
+      logger,
+    });
+  } else if (opts.kubeConfig || opts.podListerWatcher) {
     logger.info('Adding apiserver pod source');
     result.api = new ApiserverSource({
       nodeName: opts.nodeName,
