@@ -2,6 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { CanceledError, fromServiceError } from './errors.js';
 import { grpcJs } from './proto.js';
 import { grpcTarget } from './endpoint.js';
+import type { InProcessClient } from './in-process.js';
 import type { CallOptions } from './services.js';
 
 /** The Go kubelet's default --runtime-request-timeout. */
@@ -17,6 +18,11 @@ export interface RemoteClientOptions {
   timeoutMs?: number;
   /** Extra grpc-js channel options. */
   channelOptions?: grpc.ChannelOptions;
+  /**
+   * Call this in-process client (see {@link inProcessClient}) instead of opening a gRPC channel: no socket, and
+   * grpc-js is not loaded. `endpoint` then only names the runtime in errors (e.g. `inprocess://node-0`).
+   */
+  client?: InProcessClient;
 }
 
 /**
@@ -46,19 +52,22 @@ type ClientConstructor = new (address: string, credentials: grpc.ChannelCredenti
 export class GrpcCaller {
   readonly endpoint: string;
   readonly timeoutMs: number;
-  readonly client: grpc.Client;
+  readonly client: grpc.Client | InProcessClient;
 
+  /** `Client` is called only when no in-process client is given (it loads grpc-js). */
   constructor(
     private readonly serviceName: string,
-    Client: ClientConstructor,
+    Client: () => ClientConstructor,
     options: RemoteClientOptions,
   ) {
     this.endpoint = options.endpoint;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS;
-    this.client = new Client(grpcTarget(options.endpoint), grpcJs().credentials.createInsecure(), {
-      ...reconnectOptions,
-      ...options.channelOptions,
-    });
+    this.client =
+      options.client ??
+      new (Client())(grpcTarget(options.endpoint), grpcJs().credentials.createInsecure(), {
+        ...reconnectOptions,
+        ...options.channelOptions,
+      });
   }
 
   rpcName(method: string): string {

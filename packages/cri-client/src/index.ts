@@ -4,6 +4,7 @@ export { RemoteRuntimeService } from './remote-runtime.js';
 export { RemoteImageService, type RemoteImageServiceOptions } from './remote-image.js';
 export { DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS, MAX_CRI_MESSAGE_BYTES, type RemoteClientOptions } from './grpc-caller.js';
 export { grpcTarget } from './endpoint.js';
+export { inProcessClient, InProcessClient, type InProcessServiceImplementation, type InProcessUnaryCall } from './in-process.js';
 export {
   loadCriPackage,
   loadCriServices,

@@ -16,7 +16,7 @@ export class RemoteImageService implements ImageService {
   private readonly pullTimeoutMs: number;
 
   constructor(options: RemoteImageServiceOptions) {
-    this.caller = new GrpcCaller('ImageService', loadCriServices().ImageService, options);
+    this.caller = new GrpcCaller('ImageService', () => loadCriServices().ImageService, options);
     this.pullTimeoutMs = options.pullTimeoutMs ?? 0;
   }
 

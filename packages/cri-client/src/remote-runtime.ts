@@ -14,7 +14,7 @@ export class RemoteRuntimeService implements RuntimeService {
   private readonly caller: GrpcCaller;
 
   constructor(options: RemoteClientOptions) {
-    this.caller = new GrpcCaller('RuntimeService', loadCriServices().RuntimeService, options);
+    this.caller = new GrpcCaller('RuntimeService', () => loadCriServices().RuntimeService, options);
   }
 
   get endpoint(): string {
