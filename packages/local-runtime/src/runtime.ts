@@ -5,7 +5,18 @@ import { connect } from 'node:net';
 import { hostname as osHostname } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
-import { CRI_API_VERSION, grpcJs, grpcStatusFor, loadCriServices, type runtimeapi as api } from '@kubelet-ts/cri-client';
+import {
+  CRI_API_VERSION,
+  DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS,
+  RemoteImageService,
+  RemoteRuntimeService,
+  criCodec,
+  grpcJs,
+  grpcStatusFor,
+  inProcessClient,
+  loadCriServices,
+  type runtimeapi as api,
+} from '@kubelet-ts/cri-client';
 import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { RuntimeError, failedPrecondition, invalidArgument, notFound } from './errors.js';
 import { ImageStore } from './images.js';
@@ -28,8 +39,11 @@ export interface SimulatedOptions {
 }
 
 export interface LocalRuntimeOptions {
-  /** Path of the unix socket to serve on; a stale socket file there is removed. */
-  socketPath: string;
+  /**
+   * Path of the unix socket start() serves on; a stale socket file there is removed. Not needed for
+   * startInProcess(), which serves callers in this process only.
+   */
+  socketPath?: string;
   /** 'process': containers are host processes. 'simulated': no processes, state only. */
   mode: 'process' | 'simulated';
   /** Where sandbox directories, the image list and the state file live. */
@@ -141,7 +155,7 @@ export class LocalRuntime {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly rootDir: string;
-  private readonly socketPath: string;
+  private readonly socketPath: string | undefined;
   private readonly sim: Required<Omit<SimulatedOptions, 'exitAfterMs'>> & { exitAfterMs?: number };
   private readonly stopGracePeriodMs: number;
   private readonly maxEventBacklog: number;
@@ -160,6 +174,9 @@ export class LocalRuntime {
   private readonly stateFile: StateFile<PersistedState>;
 
   private server: grpc.Server | undefined;
+  /** Serving callers: over the socket (start) or in process (startInProcess). */
+  private serving = false;
+  private prepared = false;
   private stopping: Promise<void> | undefined;
   private podCidr = '';
   private droppedEventCount = 0;
@@ -173,7 +190,7 @@ export class LocalRuntime {
     this.clock = options.clock ?? realClock;
     this.logger = options.logger ?? defaultLogger;
     this.rootDir = resolve(options.rootDir);
-    this.socketPath = resolve(options.socketPath);
+    this.socketPath = options.socketPath === undefined ? undefined : resolve(options.socketPath);
     this.sim = {
       startDelayMs: options.simulated?.startDelayMs ?? 0,
       stopDelayMs: options.simulated?.stopDelayMs ?? 0,
@@ -196,9 +213,9 @@ export class LocalRuntime {
     }));
   }
 
-  /** The CRI endpoint of this runtime, `unix://<socketPath>`. */
+  /** The CRI endpoint of this runtime: `unix://<socketPath>`, or `inprocess://<rootDir>` without a socket path. */
   get endpoint(): string {
-    return `unix://${this.socketPath}`;
+    return this.socketPath === undefined ? `inprocess://${this.rootDir}` : `unix://${this.socketPath}`;
   }
 
   /** Events not delivered because a GetContainerEvents stream had maxEventBacklog events queued. */
@@ -220,11 +237,11 @@ export class LocalRuntime {
   async start(): Promise<void> {
     if (this.server) throw new Error('local runtime already started');
     if (this.stopping) throw new Error('local runtime was stopped; create a new one');
+    if (this.socketPath === undefined) throw new Error('local runtime has no socketPath to serve on; use startInProcess()');
     mkdirSync(this.rootDir, { recursive: true });
     mkdirSync(dirname(this.socketPath), { recursive: true });
     await removeStaleSocket(this.socketPath);
-    this.images.load();
-    if (this.persist) this.loadState();
+    this.prepare();
 
     const pkg = loadCriServices();
     // grpc-js (cri-client's) is loaded when a runtime starts, not with the package.
@@ -241,7 +258,44 @@ export class LocalRuntime {
       });
     });
     this.server = server;
+    this.serving = true;
     this.logger.info('Local runtime serving', { endpoint: this.endpoint, mode: this.mode, rootDir: this.rootDir });
+  }
+
+  /** Loads persisted images and state, once (start and startInProcess may both be used). */
+  private prepare(): void {
+    if (this.prepared) return;
+    this.prepared = true;
+    if (this.persist || this.mode === 'process') mkdirSync(this.rootDir, { recursive: true });
+    this.images.load();
+    if (this.persist) this.loadState();
+  }
+
+  /**
+   * Serves this process only, with no socket and no gRPC: a cri-client RuntimeService and ImageService whose
+   * calls reach this runtime's handlers directly, through the same codec as over gRPC (the same response objects
+   * and typed errors as RemoteRuntimeService/RemoteImageService on the socket). May be called more than once, and
+   * besides start(). stop() ends it: later calls fail with Unavailable, event streams end.
+   */
+  async startInProcess(options: { timeoutMs?: number; pullTimeoutMs?: number } = {}): Promise<{
+    runtimeService: RemoteRuntimeService;
+    imageService: RemoteImageService;
+  }> {
+    if (this.stopping) throw new Error('local runtime was stopped; create a new one');
+    this.prepare();
+    const defs = criServiceDefinitions();
+    const endpoint = `inprocess://${this.rootDir}`;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS;
+    const runtimeService = new RemoteRuntimeService({ endpoint, timeoutMs, client: inProcessClient(defs.RuntimeService, this.runtimeHandlers()) });
+    const imageService = new RemoteImageService({
+      endpoint,
+      timeoutMs,
+      pullTimeoutMs: options.pullTimeoutMs,
+      client: inProcessClient(defs.ImageService, this.imageHandlers()),
+    });
+    if (!this.serving) this.logger.v(2).info('Local runtime serving in process', { mode: this.mode, rootDir: this.rootDir });
+    this.serving = true;
+    return { runtimeService, imageService };
   }
 
   /**
@@ -298,10 +352,12 @@ export class LocalRuntime {
         });
       });
     }
-    try {
-      unlinkSync(this.socketPath);
-    } catch {
-      // already gone
+    if (server && this.socketPath !== undefined) {
+      try {
+        unlinkSync(this.socketPath);
+      } catch {
+        // already gone
+      }
     }
     this.logger.info('Local runtime stopped', { endpoint: this.endpoint });
   }
@@ -1060,7 +1116,7 @@ export class LocalRuntime {
   // Events
 
   private subscribe(call: EventStream): void {
-    if (this.stopping || !this.server) {
+    if (this.stopping || !this.serving) {
       call.end();
       return;
     }
@@ -1099,6 +1155,8 @@ export class LocalRuntime {
     return (call, callback) => {
       let result: Promise<Res>;
       try {
+        // A stopped runtime answers nothing more (over the socket grpc-js refuses the connection; in process, this).
+        if (this.stopping) throw new RuntimeError('Unavailable', `the local runtime at ${this.endpoint} is stopped`);
         result = Promise.resolve(fn(call.request));
       } catch (error) {
         result = Promise.reject(error);
@@ -1172,6 +1230,14 @@ export class LocalRuntime {
       ImageFsInfo: this.unary('ImageFsInfo', () => this.imageFsInfo()),
     };
   }
+}
+
+let definitions: ReturnType<ReturnType<typeof criCodec>['serviceDefinitions']> | undefined;
+
+/** The CRI service definitions with the generated codec, once per process (every in-process runtime shares them). */
+function criServiceDefinitions(): ReturnType<ReturnType<typeof criCodec>['serviceDefinitions']> {
+  definitions ??= criCodec().serviceDefinitions();
+  return definitions;
 }
 
 /** Removes a socket file left by a dead server; refuses a path that is not a socket or has a live listener. */
