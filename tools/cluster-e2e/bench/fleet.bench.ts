@@ -1,0 +1,463 @@
+// `kubelet fleet` (N real kubelets in one process on the simulated runtime) against the real control plane, beside one
+// Go kubelet v1.20.2 process on the same simulated runtime over CRI (local-runtime --mode simulated; the Go kubelet
+// speaks CRI v1alpha2, relayed byte for byte to the runtime's v1): the kubemark comparison. In one run:
+//   - per-node cost: idle RSS per node ((RSS(N) - RSS(1)) / (N - 1)), idle CPU per node, CPU per pod start, API requests
+//     per node per minute, each as fleet / Go, with the targets (<= 2 MiB and <= 0.5 millicore per idle node);
+//   - scale, per fleet size: time to all nodes Ready, 10 pods per node created and scheduled by the real scheduler,
+//     pods per second from first scheduled to last Running, scheduled -> Running and created -> Running p50/p99 (as this
+//     bench's one pod watch sees them), the fleet's, kube-apiserver's and etcd's CPU idle and under the pod load (which
+//     saturates first), the fleet's RSS idle and with its pods;
+//   - the moonshot lines: 1,000 nodes and 10,000 pods within 4 GiB, pod start p99 at 100 nodes within the 5 s SLO.
+//
+//   npx tsx tools/cluster-e2e/bench/fleet.bench.ts                       # quick: 20 nodes
+//   FLEET_BENCH_SIZES=100,500,1000 npx tsx tools/cluster-e2e/bench/fleet.bench.ts
+// Env: FLEET_BENCH_SIZES (default 20), FLEET_BENCH_PODS_PER_NODE (10), FLEET_BENCH_IDLE_SECONDS (idle window, 60),
+// FLEET_BENCH_GO=0 (no Go kubelet), FLEET_BENCH_FLEET=0 (the Go kubelet alone, its figures on stderr), FLEET_BENCH_FLEET_ARGS (more flags for every fleet node), KUBELET_TS_BIN (the
+// kubelet binary, default apps/kubelet/dist/kubelet.mjs).
+//
+// The control plane is used as it runs (started only when it is not); the fleet's nodes carry a taint and a label of
+// this bench's own, so other clients' pods stay off them, and are deleted with their pods after each size.
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { processResources, type ProcessResources } from '@kubelet-ts/core';
+import { KubeletProcess, ensureCluster, nodeKubeconfig, readClusterEnv, repoRoot, unmountAndRemove, waitFor, type ClusterEnv } from '../src/index.js';
+import { startCriAlphaRelay } from '../src/fleet-bench-cri-alpha.js';
+import {
+  AdminApi,
+  BenchProcess,
+  PodTimeline,
+  apiserverRequests,
+  benchPod,
+  componentPid,
+  counterSum,
+  delta,
+  forEachLimited,
+  percentile,
+  readyNodes,
+  total,
+} from '../src/fleet-bench.js';
+
+const envInt = (name: string, fallback: number) => Number.parseInt(process.env[name] ?? String(fallback), 10);
+const sizes = (process.env.FLEET_BENCH_SIZES ?? '20').split(',').map((n) => Number.parseInt(n, 10)).filter((n) => n > 0);
+const podsPerNode = envInt('FLEET_BENCH_PODS_PER_NODE', 10);
+const idleSeconds = envInt('FLEET_BENCH_IDLE_SECONDS', 60);
+const settleSeconds = envInt('FLEET_BENCH_SETTLE_SECONDS', 15);
+const withGo = process.env.FLEET_BENCH_GO !== '0';
+const fleetExtraArgs = (process.env.FLEET_BENCH_FLEET_ARGS ?? '').split(' ').filter(Boolean);
+const kubeletBin = process.env.KUBELET_TS_BIN ?? join(repoRoot, 'apps/kubelet/dist/kubelet.mjs');
+const localRuntimeCli = join(repoRoot, 'packages/local-runtime/dist/cli.js');
+// The same API rates for both (the Go kubelet's 1.20 defaults of 5 and 10 alone make it several times slower).
+const rates = ['--kube-api-qps=50', '--kube-api-burst=100', '--event-qps=50', '--event-burst=100'];
+const BENCH_LABEL = 'kubelet-ts.io/bench';
+const FLEET_BASE_PORT = 26000; // nodes on 26000..26999 at 1,000 (the fleet e2e uses 24249 and up)
+const GO_PORT = 10350;
+
+const mib = (bytes: number) => bytes / (1 << 20);
+const log = (text: string) => console.error(`${new Date().toISOString().slice(11, 19)} ${text}`);
+
+/** CPU seconds of several processes over a window. */
+class CpuWindow {
+  private readonly before: Map<string, ProcessResources>;
+  private readonly started = performance.now();
+
+  constructor(private readonly pids: Record<string, number | undefined>) {
+    this.before = new Map(Object.entries(pids).flatMap(([name, pid]) => (pid === undefined ? [] : [[name, processResources(pid)]])));
+  }
+
+  /** Seconds elapsed, and per process CPU seconds used and cores (CPU seconds per second). */
+  end(): { seconds: number; cpu: Map<string, number>; cores: Map<string, number>; rss: Map<string, number> } {
+    const seconds = (performance.now() - this.started) / 1000;
+    const cpu = new Map<string, number>();
+    const cores = new Map<string, number>();
+    const rss = new Map<string, number>();
+    for (const [name, before] of this.before) {
+      const after = processResources(this.pids[name]!);
+      cpu.set(name, after.cpuSeconds - before.cpuSeconds);
+      cores.set(name, (after.cpuSeconds - before.cpuSeconds) / seconds);
+      rss.set(name, after.rssBytes);
+    }
+    return { seconds, cpu, cores, rss };
+  }
+}
+
+interface Idle {
+  rssMiB: number;
+  /** CPU seconds per second of the node agent (the Go kubelet, or the whole fleet). */
+  cores: number;
+  apiserverCores?: number;
+  etcdCores?: number;
+  /** Requests the API server counted (watches excluded) per minute, all clients, minus the background rate. */
+  apiserverPerMinute: number;
+  /** rest_client_requests_total of the node agent's own /metrics per minute, when it serves it. */
+  clientPerMinute?: number;
+  byResourcePerMinute: Map<string, number>;
+}
+
+interface PodLoad {
+  pods: number;
+  seconds: number;
+  /** CPU seconds of the agent during the load, minus its idle rate for as long. */
+  agentCpuSeconds: number;
+  cores: Map<string, number>;
+  rssMiB: number;
+  scheduledToRunning: number[];
+  createdToRunning: number[];
+  /** first scheduled -> last Running */
+  spanSeconds: number;
+}
+
+interface FleetRun {
+  nodes: number;
+  startedSeconds: number;
+  readySeconds: number;
+  idle: Idle;
+  load: PodLoad;
+}
+
+let background = { perMinute: 0, byResource: new Map<string, number>(), apiserverCores: 0, etcdCores: 0 };
+
+async function clientRequests(api: AdminApi, base: string): Promise<number | undefined> {
+  try {
+    const res = await api.insecureGet(base, '/metrics');
+    if (res.status !== 200) return undefined;
+    const sums = counterSum(res.text, 'rest_client_requests_total');
+    return sums.size === 0 ? undefined : total(sums);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An idle window of `idleSeconds`: the agent's CPU and RSS, the control plane's CPU, the requests counted. */
+async function idleWindow(api: AdminApi, cluster: ClusterEnv, agentPid: number, metricsBase: string, nodes: number): Promise<Idle> {
+  const pids = { agent: agentPid, apiserver: componentPid(cluster, 'kube-apiserver'), etcd: componentPid(cluster, 'etcd') };
+  const requestsBefore = await apiserverRequests(api);
+  const clientBefore = await clientRequests(api, metricsBase);
+  const window = new CpuWindow(pids);
+  await sleep(idleSeconds * 1000);
+  const cpu = window.end();
+  const requests = delta(requestsBefore, await apiserverRequests(api));
+  const clientAfter = await clientRequests(api, metricsBase);
+  const minutes = cpu.seconds / 60;
+  const byResourcePerMinute = new Map([...requests].map(([resource, count]) => [resource, count / minutes - (background.byResource.get(resource) ?? 0)] as const));
+  return {
+    rssMiB: mib(cpu.rss.get('agent')!),
+    cores: cpu.cores.get('agent')!,
+    apiserverCores: cpu.cores.get('apiserver'),
+    etcdCores: cpu.cores.get('etcd'),
+    apiserverPerMinute: total(requests) / minutes - background.perMinute,
+    // the scrape itself is one request of the agent's server, not of its client: no correction
+    clientPerMinute: clientBefore !== undefined && clientAfter !== undefined ? (clientAfter - clientBefore) / minutes : undefined,
+    byResourcePerMinute: new Map([...byResourcePerMinute].filter(([, perMinute]) => perMinute / nodes >= 0.5)),
+  };
+}
+
+/** The API server's background: requests per minute and CPU with none of this bench's nodes. */
+async function measureBackground(api: AdminApi, cluster: ClusterEnv): Promise<void> {
+  const seconds = Math.min(idleSeconds, 30);
+  const before = await apiserverRequests(api);
+  const window = new CpuWindow({ apiserver: componentPid(cluster, 'kube-apiserver'), etcd: componentPid(cluster, 'etcd') });
+  await sleep(seconds * 1000);
+  const cpu = window.end();
+  const requests = delta(before, await apiserverRequests(api));
+  const minutes = cpu.seconds / 60;
+  background = {
+    perMinute: total(requests) / minutes,
+    byResource: new Map([...requests].map(([resource, count]) => [resource, count / minutes])),
+    apiserverCores: cpu.cores.get('apiserver') ?? 0,
+    etcdCores: cpu.cores.get('etcd') ?? 0,
+  };
+  log(`background: ${background.perMinute.toFixed(0)} API requests/min, kube-apiserver ${(background.apiserverCores * 1000).toFixed(0)} mcores, etcd ${(background.etcdCores * 1000).toFixed(0)} mcores`);
+}
+
+/** Removes a run's directory, or keeps it (its logs) when the run failed. */
+function keepOnFailure(dir: string, ok: boolean): void {
+  if (ok) unmountAndRemove(dir);
+  else log(`kept ${dir} (its logs) for a look`);
+}
+
+async function freshNamespace(api: AdminApi, namespace: string): Promise<void> {
+  await waitFor(`namespace ${namespace} gone`, async () => (await api.call('GET', `/api/v1/namespaces/${namespace}`)).status === 404, 300_000, undefined, 1000);
+  await api.json('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+  await waitFor(`namespace ${namespace}'s default service account`, async () => (await api.call('GET', `/api/v1/namespaces/${namespace}/serviceaccounts/default`)).status === 200, 60_000);
+}
+
+/** Removes what a run left: its pods at once (grace 0), the namespace, its nodes. */
+async function cleanUp(api: AdminApi, namespace: string, nodeSelector: string): Promise<void> {
+  const force = { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 };
+  await api.call('DELETE', `/api/v1/namespaces/${namespace}/pods`, force).catch(() => undefined);
+  await api.call('DELETE', `/api/v1/namespaces/${namespace}`).catch(() => undefined);
+  await api.call('DELETE', `/api/v1/nodes?labelSelector=${encodeURIComponent(nodeSelector)}`).catch(() => undefined);
+}
+
+/** Creates `count` pods (`make(i)`), 16 POSTs at a time, then waits until the timeline saw them all Running. */
+async function podLoad(
+  api: AdminApi,
+  cluster: ClusterEnv,
+  namespace: string,
+  count: number,
+  make: (i: number) => Record<string, unknown>,
+  agentPid: number,
+  idleCores: number,
+  describe: () => string,
+): Promise<PodLoad> {
+  const timeline = new PodTimeline(cluster, api, namespace);
+  await timeline.start();
+  const window = new CpuWindow({ agent: agentPid, apiserver: componentPid(cluster, 'kube-apiserver'), etcd: componentPid(cluster, 'etcd') });
+  try {
+    await forEachLimited(
+      Array.from({ length: count }, (_, i) => i),
+      16,
+      async (i) => {
+        const pod = make(i);
+        await api.json('POST', `/api/v1/namespaces/${namespace}/pods`, pod);
+        timeline.created((pod.metadata as { name: string }).name, performance.now());
+      },
+    );
+    await waitFor(
+      `${count} pods Running`,
+      async () => timeline.runningCount() >= count,
+      120_000 + count * 200,
+      () => `${timeline.runningCount()} of ${count} Running\n${describe()}`,
+      100,
+    );
+  } finally {
+    timeline.stop();
+  }
+  const cpu = window.end();
+  const summary = timeline.summary();
+  return {
+    pods: count,
+    seconds: cpu.seconds,
+    agentCpuSeconds: cpu.cpu.get('agent')! - idleCores * cpu.seconds,
+    cores: cpu.cores,
+    rssMiB: mib(cpu.rss.get('agent')!),
+    scheduledToRunning: summary.scheduledToRunning,
+    createdToRunning: summary.createdToRunning,
+    spanSeconds: (summary.lastRunning - summary.firstScheduled) / 1000,
+  };
+}
+
+interface GoRun {
+  readySeconds: number;
+  idle: Idle;
+  load: PodLoad;
+  runtimeRssMiB: number;
+}
+
+/** One Go kubelet v1.20.2 on local-runtime --mode simulated (over the v1alpha2 relay), a node of its own. */
+async function benchGo(api: AdminApi, cluster: ClusterEnv): Promise<GoRun> {
+  const node = 'fleet-bench-go';
+  const namespace = 'fleet-bench-go';
+  const selector = `${BENCH_LABEL}=go`;
+  const taint = { key: BENCH_LABEL, value: 'go', effect: 'NoSchedule' };
+  const dir = mkdtempSync('/tmp/fleet-bench-go-');
+  await cleanUp(api, namespace, selector);
+  const runtime = BenchProcess.start('local-runtime', process.execPath, [localRuntimeCli, '--socket', join(dir, 'runtime.sock'), '--root-dir', join(dir, 'runtime'), '--mode', 'simulated'], join(dir, 'local-runtime.log'));
+  let relay: Awaited<ReturnType<typeof startCriAlphaRelay>> | undefined;
+  let kubelet: KubeletProcess | undefined;
+  let ok = false;
+  try {
+    await waitFor('local-runtime listening', async () => existsSync(join(dir, 'runtime.sock')), 30_000, () => runtime.logTail());
+    relay = await startCriAlphaRelay(join(dir, 'alpha.sock'), join(dir, 'runtime.sock'));
+    const started = performance.now();
+    kubelet = KubeletProcess.startGo(
+      {
+        node,
+        kubeconfig: await nodeKubeconfig(node),
+        runtimeEndpoint: relay.endpoint,
+        dir: join(dir, 'kubelet'),
+        extraArgs: [
+          '--cgroups-per-qos=false',
+          '--enforce-node-allocatable=',
+          `--port=${GO_PORT}`,
+          '--healthz-port=10348',
+          '--read-only-port=0',
+          `--node-labels=${selector}`,
+          `--register-with-taints=${taint.key}=${taint.value}:${taint.effect}`,
+        ],
+      },
+      cluster,
+    );
+    const go = kubelet;
+    await waitFor('the Go kubelet node Ready', async () => (await readyNodes(api, selector)).ready === 1, 180_000, () => go.logTail(), 200);
+    const readySeconds = (performance.now() - started) / 1000;
+    log(`Go kubelet: node Ready in ${readySeconds.toFixed(1)} s; settling ${settleSeconds} s, idle window ${idleSeconds} s`);
+    await sleep(settleSeconds * 1000);
+    const idle = await idleWindow(api, cluster, go.pid, `https://127.0.0.1:${GO_PORT}`, 1);
+    log(`Go kubelet idle: RSS ${idle.rssMiB.toFixed(1)} MiB, ${(idle.cores * 1000).toFixed(1)} mcores, ${idle.clientPerMinute?.toFixed(1) ?? '-'} requests/min`);
+    await freshNamespace(api, namespace);
+    const load = await podLoad(api, cluster, namespace, podsPerNode, (i) => benchPod(`go-${i}`, namespace, { nodeName: node, taint }), go.pid, idle.cores, () => go.logTail(10));
+    log(`Go kubelet: ${podsPerNode} pods Running in ${load.seconds.toFixed(1)} s, CPU per pod start ${((load.agentCpuSeconds / podsPerNode) * 1000).toFixed(1)} ms; CRI calls ${JSON.stringify(Object.fromEntries(relay.calls))}`);
+    const run = { readySeconds, idle, load, runtimeRssMiB: mib(runtime.resources().rssBytes) };
+    ok = true;
+    return run;
+  } finally {
+    await kubelet?.stop();
+    await cleanUp(api, namespace, selector);
+    await relay?.close();
+    await runtime.stop();
+    keepOnFailure(dir, ok);
+  }
+}
+
+/** `kubelet fleet` with `nodes` nodes (one group of this bench's own), idle, then `podsPerNode` pods per node. */
+async function benchFleet(api: AdminApi, cluster: ClusterEnv, nodes: number): Promise<FleetRun> {
+  const namespace = `fleet-bench-${nodes}`;
+  const selector = `${BENCH_LABEL}=fleet`;
+  const taint = { key: BENCH_LABEL, value: 'fleet', effect: 'NoSchedule' };
+  const dir = mkdtempSync(`/tmp/fleet-bench-${nodes}-`);
+  await cleanUp(api, namespace, selector);
+  const config = join(dir, 'fleet.json');
+  writeFileSync(
+    config,
+    JSON.stringify({ groups: [{ name: 'bench', count: nodes, cpu: '4', memory: '8Gi', pods: 110, labels: { [BENCH_LABEL]: 'fleet' }, taints: [`${taint.key}=${taint.value}:${taint.effect}`] }] }),
+  );
+  mkdirSync(join(dir, 'root'));
+  const started = performance.now();
+  let ok = false;
+  const fleet = BenchProcess.start(
+    'kubelet fleet',
+    kubeletBin,
+    [
+      'fleet',
+      `--kubeconfig=${cluster.kubeconfig}`,
+      `--fleet-config=${config}`,
+      '--node-name-prefix=fbench',
+      `--fleet-root-dir=${join(dir, 'root')}`,
+      `--fleet-base-port=${FLEET_BASE_PORT}`,
+      '--fleet-control-port=0',
+      ...rates,
+      ...fleetExtraArgs,
+    ],
+    join(dir, 'fleet.log'),
+  );
+  try {
+    const exited = fleet.exited.then((code) => Promise.reject(new Error(`the fleet exited (${code}) before it started\n${fleet.logTail()}`)));
+    exited.catch(() => undefined);
+    await Promise.race([waitFor(`fleet: ${nodes} nodes started`, async () => /fleet: \d+ nodes started/.test(fleet.output()), 120_000 + nodes * 500, () => fleet.logTail(), 100), exited]);
+    const startedSeconds = (performance.now() - started) / 1000;
+    let seen = { total: 0, ready: 0 };
+    await waitFor(`${nodes} fleet nodes Ready`, async () => (seen = await readyNodes(api, selector)).ready === nodes, 120_000 + nodes * 500, () => `${seen.ready} of ${nodes} Ready (${seen.total} registered)\n${fleet.logTail()}`, 500);
+    const readySeconds = (performance.now() - started) / 1000;
+    log(`fleet ${nodes}: started in ${startedSeconds.toFixed(1)} s, all Ready in ${readySeconds.toFixed(1)} s; settling ${settleSeconds} s, idle window ${idleSeconds} s`);
+    await sleep(settleSeconds * 1000);
+    const idle = await idleWindow(api, cluster, fleet.pid, `https://127.0.0.1:${FLEET_BASE_PORT}`, nodes);
+    log(`fleet ${nodes} idle: RSS ${idle.rssMiB.toFixed(1)} MiB, ${(idle.cores * 1000).toFixed(1)} mcores, ${(idle.apiserverPerMinute / nodes).toFixed(1)} API requests/node/min`);
+    await freshNamespace(api, namespace);
+    const count = nodes * podsPerNode;
+    const load = await podLoad(api, cluster, namespace, count, (i) => benchPod(`p-${i}`, namespace, { nodeSelector: { [BENCH_LABEL]: 'fleet' }, taint }), fleet.pid, idle.cores, () => fleet.logTail(10));
+    log(`fleet ${nodes}: ${count} pods Running in ${load.seconds.toFixed(1)} s, RSS ${load.rssMiB.toFixed(0)} MiB, scheduled -> Running p99 ${(percentile(load.scheduledToRunning, 99) / 1000).toFixed(2)} s`);
+    ok = true;
+    return { nodes, startedSeconds, readySeconds, idle, load };
+  } finally {
+    await fleet.stop();
+    await cleanUp(api, namespace, selector);
+    keepOnFailure(dir, ok);
+  }
+}
+
+async function controlPlane(): Promise<ClusterEnv> {
+  // A running control plane is used as it is: start.sh would restart a component another session started with
+  // other flags.
+  try {
+    const env = readClusterEnv();
+    const api = new AdminApi(env, 1);
+    const ok = (await api.call('GET', '/readyz').catch(() => undefined))?.status === 200;
+    api.destroy();
+    if (ok) return env;
+  } catch {
+    // not started
+  }
+  return ensureCluster();
+}
+
+const cluster = await controlPlane();
+const api = new AdminApi(cluster);
+log(`control plane ${cluster.version} at ${cluster.server}; fleet sizes ${sizes.join(', ')}, ${podsPerNode} pods per node, idle windows of ${idleSeconds} s`);
+await measureBackground(api, cluster);
+const go = withGo ? await benchGo(api, cluster) : undefined;
+if (process.env.FLEET_BENCH_FLEET === '0') {
+  api.destroy();
+  process.exit(0);
+}
+const one = await benchFleet(api, cluster, 1);
+const runs: FleetRun[] = [];
+for (const nodes of sizes) runs.push(await benchFleet(api, cluster, nodes));
+api.destroy();
+
+// ---- report
+const fmt = (v: number | undefined, digits = 1) => (v === undefined || !Number.isFinite(v) ? '-' : v.toFixed(digits));
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !(b > 0) ? '-' : (a / b).toFixed(2));
+const row = (cells: string[], widths: number[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[i]))).join(' ');
+const perPodMs = (load: PodLoad) => (load.agentCpuSeconds / load.pods) * 1000;
+const clientPerNode = (run: { idle: Idle }, nodes: number) => (run.idle.clientPerMinute === undefined ? undefined : run.idle.clientPerMinute / nodes);
+
+console.log(`\nkubelet fleet vs one Go kubelet ${cluster.version} process on local-runtime --mode simulated (over CRI), the real ${cluster.version} control plane; one run, only ratios within it count`);
+console.log(`\nper-node cost (fleet marginal per node = (fleet(N) - fleet(1)) / (N - 1); CPU per pod start = agent CPU during the start minus its idle rate)`);
+const widths = [44, 12, 12, 10, 10];
+console.log(row(['figure', 'fleet', 'Go kubelet', 'fleet/Go', 'target'], widths));
+if (go) console.log(row(['Go kubelet: idle RSS / + local-runtime', '', `${fmt(go.idle.rssMiB)}/${fmt(go.runtimeRssMiB, 0)} MiB`, '', ''], widths));
+console.log(row([`1 node: idle RSS (MiB)`, fmt(one.idle.rssMiB), fmt(go?.idle.rssMiB), ratio(one.idle.rssMiB, go?.idle.rssMiB), ''], widths));
+console.log(row([`1 node: idle CPU (millicores)`, fmt(one.idle.cores * 1000, 2), fmt(go && go.idle.cores * 1000, 2), ratio(one.idle.cores, go?.idle.cores), ''], widths));
+console.log(row([`1 node: CPU per pod start (ms, ${podsPerNode} pods)`, fmt(perPodMs(one.load)), fmt(go && perPodMs(go.load)), ratio(perPodMs(one.load), go && perPodMs(go.load)), ''], widths));
+console.log(row([`1 node: client requests/min (own metrics)`, fmt(clientPerNode(one, 1)), fmt(go && clientPerNode(go, 1)), ratio(clientPerNode(one, 1), go && clientPerNode(go, 1)), ''], widths));
+console.log(row([`1 node: API server requests/min (- bg)`, fmt(one.idle.apiserverPerMinute), fmt(go?.idle.apiserverPerMinute), ratio(one.idle.apiserverPerMinute, go?.idle.apiserverPerMinute), ''], widths));
+for (const run of runs) {
+  const n = run.nodes;
+  const rssPerNode = n > 1 ? (run.idle.rssMiB - one.idle.rssMiB) / (n - 1) : undefined;
+  const mcPerNode = n > 1 ? ((run.idle.cores - one.idle.cores) / (n - 1)) * 1000 : undefined;
+  console.log(row([`${n} nodes: idle RSS per node (MiB)`, fmt(rssPerNode, 2), fmt(go?.idle.rssMiB), ratio(rssPerNode, go?.idle.rssMiB), '<= 2'], widths));
+  console.log(row([`${n} nodes: idle CPU per node (millicores)`, fmt(mcPerNode, 3), fmt(go && go.idle.cores * 1000, 2), ratio(mcPerNode, go && go.idle.cores * 1000), '<= 0.5'], widths));
+  console.log(row([`${n} nodes: idle CPU / N (millicores)`, fmt((run.idle.cores / n) * 1000, 3), fmt(go && go.idle.cores * 1000, 2), ratio(run.idle.cores / n, go?.idle.cores), ''], widths));
+  console.log(row([`${n} nodes: CPU per pod start (ms)`, fmt(perPodMs(run.load)), fmt(go && perPodMs(go.load)), ratio(perPodMs(run.load), go && perPodMs(go.load)), ''], widths));
+  console.log(row([`${n} nodes: client requests/node/min`, fmt(clientPerNode(run, n)), fmt(go && clientPerNode(go, 1)), ratio(clientPerNode(run, n), go && clientPerNode(go, 1)), ''], widths));
+  console.log(row([`${n} nodes: API server requests/node/min`, fmt(run.idle.apiserverPerMinute / n), fmt(go?.idle.apiserverPerMinute), ratio(run.idle.apiserverPerMinute / n, go?.idle.apiserverPerMinute), ''], widths));
+}
+
+console.log(`\nscale (${podsPerNode} pods per node, plain pods scheduled by kube-scheduler; latencies as this bench's pod watch sees them)`);
+const sizeWidths = [46, ...runs.map(() => 12)];
+console.log(row(['nodes', ...runs.map((r) => String(r.nodes))], sizeWidths));
+const scaleRows: Array<[string, (r: FleetRun) => string]> = [
+  ['fleet start -> "N nodes started" (s)', (r) => fmt(r.startedSeconds)],
+  ['fleet start -> all nodes Ready (s)', (r) => fmt(r.readySeconds)],
+  ['pods', (r) => String(r.load.pods)],
+  ['first scheduled -> last Running (s)', (r) => fmt(r.load.spanSeconds)],
+  ['pods per second, scheduled -> Running', (r) => fmt(r.load.pods / r.load.spanSeconds)],
+  ['scheduled -> Running p50 / p99 (s)', (r) => `${fmt(percentile(r.load.scheduledToRunning, 50) / 1000, 2)}/${fmt(percentile(r.load.scheduledToRunning, 99) / 1000, 2)}`],
+  ['created -> Running p50 / p99 (s)', (r) => `${fmt(percentile(r.load.createdToRunning, 50) / 1000, 2)}/${fmt(percentile(r.load.createdToRunning, 99) / 1000, 2)}`],
+  ['API requests/node/min idle (API server)', (r) => fmt(r.idle.apiserverPerMinute / r.nodes)],
+  ['  Go kubelet, one node', () => fmt(go?.idle.apiserverPerMinute)],
+  ['API requests/node/min idle (fleet client)', (r) => fmt(clientPerNode(r, r.nodes))],
+  ['  Go kubelet, one node', () => fmt(go && clientPerNode(go, 1))],
+  ['idle CPU, millicores: fleet', (r) => fmt(r.idle.cores * 1000, 0)],
+  ['  kube-apiserver (background subtracted)', (r) => fmt(((r.idle.apiserverCores ?? Number.NaN) - background.apiserverCores) * 1000, 0)],
+  ['  etcd (background subtracted)', (r) => fmt(((r.idle.etcdCores ?? Number.NaN) - background.etcdCores) * 1000, 0)],
+  ['CPU under the pod load, millicores: fleet', (r) => fmt((r.load.cores.get('agent') ?? Number.NaN) * 1000, 0)],
+  ['  kube-apiserver', (r) => fmt((r.load.cores.get('apiserver') ?? Number.NaN) * 1000, 0)],
+  ['  etcd', (r) => fmt((r.load.cores.get('etcd') ?? Number.NaN) * 1000, 0)],
+  ['fleet RSS idle (MiB)', (r) => fmt(r.idle.rssMiB, 0)],
+  ['fleet RSS with its pods (MiB)', (r) => fmt(r.load.rssMiB, 0)],
+];
+for (const [name, cell] of scaleRows) console.log(row([name, ...runs.map(cell)], sizeWidths));
+const busiest = runs.at(-1);
+if (busiest) {
+  const resources = [...busiest.idle.byResourcePerMinute].sort((a, b) => b[1] - a[1]).map(([resource, perMinute]) => `${resource || '(none)'} ${fmt(perMinute / busiest.nodes)}`);
+  console.log(`API requests/node/min by resource at ${busiest.nodes} nodes (API server, idle): ${resources.join(', ')}`);
+  if (go) console.log(`  Go kubelet: ${[...go.idle.byResourcePerMinute].sort((a, b) => b[1] - a[1]).map(([resource, perMinute]) => `${resource || '(none)'} ${fmt(perMinute)}`).join(', ')}`);
+}
+console.log(`background (no bench node): ${fmt(background.perMinute, 0)} API requests/min, kube-apiserver ${fmt(background.apiserverCores * 1000, 0)} mcores, etcd ${fmt(background.etcdCores * 1000, 0)} mcores`);
+
+console.log('\nmoonshot');
+const big = runs.find((r) => r.nodes >= 1000);
+console.log(
+  big
+    ? `  ${big.nodes} nodes and ${big.load.pods} pods in one process: RSS ${fmt(big.load.rssMiB / 1024, 2)} GiB (target <= 4 GiB): ${big.load.rssMiB <= 4096 ? 'met' : 'NOT met'}`
+    : '  1,000 nodes and 10,000 pods within 4 GiB: not run (FLEET_BENCH_SIZES=...,1000)',
+);
+const hundred = runs.find((r) => r.nodes === 100);
+console.log(
+  hundred
+    ? `  pod start p99 at 100 nodes: created -> Running ${fmt(percentile(hundred.load.createdToRunning, 99) / 1000, 2)} s, scheduled -> Running ${fmt(percentile(hundred.load.scheduledToRunning, 99) / 1000, 2)} s (SLO 5 s): ${percentile(hundred.load.createdToRunning, 99) <= 5000 ? 'met' : 'NOT met'}`
+    : '  pod start p99 at 100 nodes vs the 5 s SLO: not run (FLEET_BENCH_SIZES=100,...)',
+);
