@@ -398,6 +398,7 @@ console.log(`\nper-node cost (fleet marginal per node = (fleet(N) - fleet(1)) / 
 const widths = [44, 12, 12, 10, 10];
 console.log(row(['figure', 'fleet', 'Go kubelet', 'fleet/Go', 'target'], widths));
 if (go) console.log(row(['Go kubelet: idle RSS / + local-runtime', '', `${fmt(go.idle.rssMiB)}/${fmt(go.runtimeRssMiB, 0)} MiB`, '', ''], widths));
+console.log(row([`1 node: process start -> node Ready (s)`, fmt(one.readySeconds), fmt(go?.readySeconds), ratio(one.readySeconds, go?.readySeconds), ''], widths));
 console.log(row([`1 node: idle RSS (MiB)`, fmt(one.idle.rssMiB), fmt(go?.idle.rssMiB), ratio(one.idle.rssMiB, go?.idle.rssMiB), ''], widths));
 console.log(row([`1 node: idle CPU (millicores)`, fmt(one.idle.cores * 1000, 2), fmt(go && go.idle.cores * 1000, 2), ratio(one.idle.cores, go?.idle.cores), ''], widths));
 console.log(row([`1 node: CPU per pod start (ms, ${podsPerNode} pods)`, fmt(perPodMs(one.load)), fmt(go && perPodMs(go.load)), ratio(perPodMs(one.load), go && perPodMs(go.load)), ''], widths));
