@@ -126,7 +126,8 @@ export class ImageStore {
     }
   }
 
-  pull(image: string): string {
+  /** The normalized name of an image a pull can get; NotFound (as a registry without it) for an unpullable one. */
+  pullable(image: string): string {
     const normalized = normalizeImageName(image);
     if (this.unpullable.has(normalized) || normalized.includes('doesnotexist')) {
       throw new RuntimeError(
@@ -135,6 +136,17 @@ export class ImageStore {
           `${JSON.stringify(normalized)}: ${normalized}: not found`,
       );
     }
+    return normalized;
+  }
+
+  /** The id of an image already pulled under this normalized name, if any. */
+  pulledId(normalized: string): string | undefined {
+    return this.byRef.get(normalized)?.id;
+  }
+
+  /** Records the image (a plausible stable size unless `size` is given) and returns its id. */
+  pull(image: string, size?: number): string {
+    const normalized = this.pullable(image);
     const existing = this.byRef.get(normalized);
     if (existing) return existing.id;
     const id = imageIdFor(normalized);
@@ -147,7 +159,7 @@ export class ImageStore {
       repoTags: at >= 0 ? [] : [normalized],
       repoDigests: [`${repo}@${digest}`],
       // A plausible size: 1 MiB to 65 MiB, stable per name.
-      size: 1_048_576 + (hash % 64) * 1_048_576 + (hash % 1_048_576),
+      size: size ?? 1_048_576 + (hash % 64) * 1_048_576 + (hash % 1_048_576),
       userSpecified: image,
       pulledAt: this.options.now(),
     };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, rmSync, statfsSync, statSync, unlinkSync } from 'node:fs';
+import { appendFileSync, existsSync, lstatSync, mkdirSync, rmSync, statfsSync, statSync, unlinkSync } from 'node:fs';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { hostname as osHostname } from 'node:os';
@@ -11,6 +11,7 @@ import {
   RemoteImageService,
   RemoteRuntimeService,
   criCodec,
+  formatCriLogLine,
   grpcJs,
   grpcStatusFor,
   inProcessClient,
@@ -20,16 +21,31 @@ import {
 import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { RuntimeError, failedPrecondition, invalidArgument, notFound } from './errors.js';
 import { ImageStore } from './images.js';
-import { ContainerLogWriter } from './log-writer.js';
+import {
+  PodSimulation,
+  annotatedImageSize,
+  defaultImageSize,
+  defaultSimulation,
+  probeResult,
+  type ContainerSimulation,
+  type SimulatedProbeResult,
+  type SimulatedProbeType,
+} from './simulation.js';
+import { ContainerLogWriter, LineSplitter } from './log-writer.js';
 import { HostProcess, execCommand, processStartTime, signalGroup } from './process.js';
 import { readGroupUsage, type GroupUsage } from './procfs.js';
 import { StateFile } from './state-file.js';
 import { LOCAL_RUNTIME_NAME, LOCAL_RUNTIME_VERSION } from './version.js';
 
-/** Behaviour of containers in simulated mode. */
+/**
+ * Behaviour of containers in simulated mode: the defaults of every container, which a pod's
+ * `simulated.kubelet-ts.io/*` annotations override (see the README's "Simulated mode").
+ */
 export interface SimulatedOptions {
   /** StartContainer returns (and the container is RUNNING) after this long. Default 0. */
   startDelayMs?: number;
+  /** Bytes per second of simulated image pulls: a pull takes the image's size / this. Default 0: instant. */
+  imagePullBytesPerSecond?: number;
   /** A stopped container exits this long after StopContainer (killed at the stop timeout if shorter). Default 0. */
   stopDelayMs?: number;
   /** When set, every container exits this long after it started, with `exitCode`. Default: run forever. */
@@ -157,6 +173,13 @@ export class LocalRuntime {
   private readonly rootDir: string;
   private readonly socketPath: string | undefined;
   private readonly sim: Required<Omit<SimulatedOptions, 'exitAfterMs'>> & { exitAfterMs?: number };
+  /** The behaviour of containers of pods without simulation annotations (one shared object). */
+  private readonly defaultSim: ContainerSimulation;
+  /** Simulated mode: each sandbox's parsed annotations (absent for pods without any), each container's behaviour. */
+  private readonly podSims = new WeakMap<SandboxRecord, PodSimulation>();
+  private readonly containerSims = new WeakMap<ContainerRecord, ContainerSimulation>();
+  /** Simulated pulls in progress, by normalized image name. */
+  private readonly pulls = new Map<string, Promise<string>>();
   private readonly stopGracePeriodMs: number;
   private readonly maxEventBacklog: number;
   private readonly persist: boolean;
@@ -196,7 +219,9 @@ export class LocalRuntime {
       stopDelayMs: options.simulated?.stopDelayMs ?? 0,
       exitAfterMs: options.simulated?.exitAfterMs,
       exitCode: options.simulated?.exitCode ?? 0,
+      imagePullBytesPerSecond: Math.max(0, options.simulated?.imagePullBytesPerSecond ?? 0),
     };
+    this.defaultSim = defaultSimulation(this.sim);
     this.stopGracePeriodMs = options.stopGracePeriodMs ?? 2000;
     this.maxEventBacklog = options.maxEventBacklog ?? 10_000;
     this.persist = options.persistState ?? this.mode === 'process';
@@ -266,7 +291,8 @@ export class LocalRuntime {
   private prepare(): void {
     if (this.prepared) return;
     this.prepared = true;
-    if (this.persist || this.mode === 'process') mkdirSync(this.rootDir, { recursive: true });
+    // The root directory exists (ImageFsInfo names it as the image filesystem); simulated mode writes no file in it.
+    mkdirSync(this.rootDir, { recursive: true });
     this.images.load();
     if (this.persist) this.loadState();
   }
@@ -453,6 +479,10 @@ export class LocalRuntime {
       // No network namespaces: pods share the host's, reachable on loopback.
       ip: hostNetwork ? '' : '127.0.0.1',
     };
+    if (this.mode === 'simulated') {
+      const podSim = new PodSimulation(config.annotations, `${metadata.namespace}/${metadata.name}`, this.sim, this.logger);
+      if (!podSim.isDefault) this.podSims.set(sandbox, podSim);
+    }
     this.sandboxes.set(id, sandbox);
     this.sandboxNames.set(nameKey, id);
     this.sandboxContainers.set(id, new Set());
@@ -604,6 +634,10 @@ export class LocalRuntime {
       message: '',
       resources: config.linux?.resources ? { ...config.linux.resources } : null,
     };
+    if (this.mode === 'simulated') {
+      const podSim = this.podSims.get(sandbox);
+      if (podSim) this.containerSims.set(container, podSim.container(metadata.name));
+    }
     this.containers.set(id, container);
     this.containerNames.set(nameKey, id);
     this.sandboxContainers.get(sandbox.id)?.add(id);
@@ -634,11 +668,17 @@ export class LocalRuntime {
     return {};
   }
 
+  /** How a simulated container behaves: its pod's annotations over the runtime's defaults. */
+  private simOf(container: ContainerRecord): ContainerSimulation {
+    return this.containerSims.get(container) ?? this.defaultSim;
+  }
+
   private async startSimulated(container: ContainerRecord, live: LiveContainer): Promise<void> {
-    if (this.sim.startDelayMs > 0) {
+    const sim = this.simOf(container);
+    if (sim.startDelayMs > 0) {
       await new Promise<void>((resolvePromise) => {
         live.wake = resolvePromise;
-        live.timers.push(this.clock.setTimeout(resolvePromise, this.sim.startDelayMs));
+        live.timers.push(this.clock.setTimeout(resolvePromise, sim.startDelayMs));
       });
       live.timers = [];
       live.wake = undefined;
@@ -654,22 +694,33 @@ export class LocalRuntime {
       }
     }
     if (container.logPath) {
-      // As a real runtime does on start: the kubelet's log rotation and `kubectl logs` find an (empty) log file.
+      // As a real runtime does on start: the container's output, in the CRI log format, for `kubectl logs`.
+      const name = container.metadata.name ?? '';
+      const text = sim.log ?? `simulated container ${name} started`;
       try {
         await mkdir(dirname(container.logPath), { recursive: true });
-        await appendFile(container.logPath, '');
+        await appendFile(container.logPath, this.logRecords(text));
       } catch (error) {
         this.finishContainer(container, 128, 'StartError', (error as Error).message);
         throw new RuntimeError('Unknown', `failed to create container log file ${JSON.stringify(container.logPath)}: ${(error as Error).message}`);
       }
     }
+    if (this.containers.get(container.id) !== container || this.stopping) {
+      // Removed, or the runtime stopped, while its log was written.
+      this.live.delete(container.id);
+      live.markExited();
+      if (this.stopping) throw new RuntimeError('Unavailable', 'the local runtime is shutting down');
+      throw new RuntimeError('NotFound', `container ${JSON.stringify(container.id)} was removed while starting`);
+    }
     container.state = 'CONTAINER_RUNNING';
     container.startedAt = this.nowNs();
-    if (this.sim.exitAfterMs !== undefined) {
-      const code = this.sim.exitCode;
-      live.timers.push(
-        this.clock.setTimeout(() => this.finishContainer(container, code, code === 0 ? 'Completed' : 'Error', ''), this.sim.exitAfterMs),
-      );
+    if (sim.exitAfterMs !== undefined) {
+      const code = sim.exitCode;
+      const exit = (): void => this.finishContainer(container, code, code === 0 ? 'Completed' : 'Error', '');
+      // Exits right after start (no exit-after): at once, yet after StartContainer has answered, as a process
+      // that exits at once; a later exit is a timer on the clock.
+      if (sim.exitAfterMs === 0) setImmediate(exit);
+      else live.timers.push(this.clock.setTimeout(exit, sim.exitAfterMs));
     }
     this.saveState();
     this.emit('CONTAINER_STARTED_EVENT', container);
@@ -758,6 +809,15 @@ export class LocalRuntime {
       live.markExited();
     }
     this.cpuSamples.delete(container.id);
+    if (this.mode === 'simulated' && container.logPath && container.startedAt > 0) {
+      const line = this.logRecords(`simulated container ${container.metadata.name ?? ''} exited with code ${exitCode}`);
+      try {
+        // Synchronously: the line is in before the stop or remove answers (the kubelet may delete the file next).
+        appendFileSync(container.logPath, line);
+      } catch {
+        // best effort, as a real container's last output
+      }
+    }
     this.saveState();
     if (this.containers.get(container.id) === container) this.emit('CONTAINER_STOPPED_EVENT', container);
   }
@@ -923,6 +983,85 @@ export class LocalRuntime {
   }
 
   // ---------------------------------------------------------------------------------------------
+  // Simulation
+
+  /** CRI log records (stdout, one per line) of `text`, stamped now. */
+  private logRecords(text: string): string {
+    const now = this.clock.now();
+    let out = '';
+    const splitter = new LineSplitter((tag, line) => (out += formatCriLogLine(now, 'stdout', tag, line)));
+    splitter.push(Buffer.from(text.endsWith('\n') ? text : `${text}\n`));
+    splitter.end();
+    return out;
+  }
+
+  /**
+   * Simulated mode: the result of a container's readiness, liveness or startup probe, as its pod's
+   * `simulated.kubelet-ts.io/<type>` annotation says (`success` by default), whatever the probe's handler. A
+   * container that is unknown or not running fails. `containerId` may carry the kubelet's `<runtime>://` prefix.
+   */
+  simulatedProbeResult(containerId: string, type: SimulatedProbeType): SimulatedProbeResult {
+    const scheme = containerId.indexOf('://');
+    const container = this.containers.get(scheme >= 0 ? containerId.slice(scheme + 3) : containerId);
+    if (!container || container.state !== 'CONTAINER_RUNNING') return 'failure';
+    const behaviour = this.simOf(container)[type];
+    if (!behaviour) return 'failure';
+    return probeResult(behaviour, this.clock.now() - container.startedAt / 1e6);
+  }
+
+  /**
+   * Simulated mode: the usage of all running containers together (CPU time used so far, CPU rate, working set), for
+   * the node's own stats (so eviction sees memory pressure). Zero in process mode.
+   */
+  simulatedUsage(): { cpuUsageCoreNanoSeconds: number; cpuNanoCores: number; memoryWorkingSetBytes: number } {
+    let cpuUsageCoreNanoSeconds = 0;
+    let cpuNanoCores = 0;
+    let memoryWorkingSetBytes = 0;
+    if (this.mode !== 'simulated') return { cpuUsageCoreNanoSeconds, cpuNanoCores, memoryWorkingSetBytes };
+    const now = this.nowNs();
+    for (const id of this.live.keys()) {
+      const container = this.containers.get(id);
+      if (!container || container.state !== 'CONTAINER_RUNNING') continue;
+      const usage = this.simulatedUsageOf(container, now);
+      cpuUsageCoreNanoSeconds += usage.cpuNanos;
+      cpuNanoCores += usage.nanoCores;
+      memoryWorkingSetBytes += usage.memoryBytes;
+    }
+    return { cpuUsageCoreNanoSeconds, cpuNanoCores, memoryWorkingSetBytes };
+  }
+
+  /**
+   * PullImage. Simulated: the image's size from the pod's `simulated.kubelet-ts.io/image-size` (else 5 to 200 MiB
+   * from its name), and the pull takes size / imagePullBytesPerSecond on the clock; concurrent pulls of one image
+   * share it.
+   */
+  private async pullImage(request: api.PullImageRequest): Promise<string> {
+    const image = request.image?.image ?? '';
+    if (this.mode !== 'simulated') return this.images.pull(image);
+    const normalized = this.images.pullable(image);
+    const pulled = this.images.pulledId(normalized);
+    if (pulled) return pulled;
+    const inFlight = this.pulls.get(normalized);
+    if (inFlight) return inFlight;
+    const metadata = request.sandboxConfig?.metadata;
+    const pod = metadata ? `${metadata.namespace}/${metadata.name}` : '';
+    const size = annotatedImageSize(request.sandboxConfig?.annotations, pod, this.logger) ?? defaultImageSize(normalized);
+    const bandwidth = this.sim.imagePullBytesPerSecond;
+    if (bandwidth <= 0) return this.images.pull(image, size);
+    const pull = (async () => {
+      try {
+        await this.clock.sleep((size / bandwidth) * 1000);
+        if (this.stopping) throw new RuntimeError('Unavailable', 'the local runtime is shutting down');
+        return this.images.pull(image, size);
+      } finally {
+        this.pulls.delete(normalized);
+      }
+    })();
+    this.pulls.set(normalized, pull);
+    return pull;
+  }
+
+  // ---------------------------------------------------------------------------------------------
   // Stats
 
   private usageOf(containers: ContainerRecord[]): Map<number, GroupUsage> {
@@ -934,14 +1073,36 @@ export class LocalRuntime {
     return readGroupUsage(pgids);
   }
 
+  /**
+   * A simulated container's usage at `nowNs`: while running, its CPU rate and working set, the CPU time
+   * accumulating from its start; once exited, the CPU time it used and nothing else. Computed on read: no timers.
+   */
+  private simulatedUsageOf(container: ContainerRecord, nowNs: number): { cpuNanos: number; nanoCores: number; memoryBytes: number } {
+    if (container.startedAt === 0) return { cpuNanos: 0, nanoCores: 0, memoryBytes: 0 };
+    const sim = this.simOf(container);
+    const running = container.state === 'CONTAINER_RUNNING';
+    const endNs = running ? nowNs : container.finishedAt;
+    const cpuNanos = Math.round((sim.cpuNanoCores * Math.max(0, endNs - container.startedAt)) / 1e9);
+    return running ? { cpuNanos, nanoCores: sim.cpuNanoCores, memoryBytes: sim.memoryBytes } : { cpuNanos, nanoCores: 0, memoryBytes: 0 };
+  }
+
   private containerStats(container: ContainerRecord, usage: Map<number, GroupUsage>, now: number): api.ContainerStatsInit {
-    const group = container.state === 'CONTAINER_RUNNING' && container.pid ? usage.get(container.pid) : undefined;
-    const cpuNanos = Math.round(group?.cpuNanos ?? 0);
-    const rss = group?.rssBytes ?? 0;
+    let cpuNanos: number;
+    let rss: number;
     let nanoCores = 0;
-    const previous = this.cpuSamples.get(container.id);
-    if (previous && now > previous.at) nanoCores = Math.round(((cpuNanos - previous.cpuNanos) / (now - previous.at)) * 1e9);
-    if (group) this.cpuSamples.set(container.id, { at: now, cpuNanos });
+    if (this.mode === 'simulated') {
+      const simulated = this.simulatedUsageOf(container, now);
+      cpuNanos = simulated.cpuNanos;
+      rss = simulated.memoryBytes;
+      nanoCores = simulated.nanoCores;
+    } else {
+      const group = container.state === 'CONTAINER_RUNNING' && container.pid ? usage.get(container.pid) : undefined;
+      cpuNanos = Math.round(group?.cpuNanos ?? 0);
+      rss = group?.rssBytes ?? 0;
+      const previous = this.cpuSamples.get(container.id);
+      if (previous && now > previous.at) nanoCores = Math.round(((cpuNanos - previous.cpuNanos) / (now - previous.at)) * 1e9);
+      if (group) this.cpuSamples.set(container.id, { at: now, cpuNanos });
+    }
     return {
       attributes: {
         id: container.id,
@@ -1002,7 +1163,8 @@ export class LocalRuntime {
       cpu += Number(stats.cpu?.usageCoreNanoSeconds?.value ?? 0);
       nanoCores += Number(stats.cpu?.usageNanoCores?.value ?? 0);
       memory += Number(stats.memory?.workingSetBytes?.value ?? 0);
-      processes += container.pid ? (usage.get(container.pid)?.processes ?? 0) : 0;
+      if (this.mode === 'simulated') processes++;
+      else processes += container.pid ? (usage.get(container.pid)?.processes ?? 0) : 0;
     }
     return {
       attributes: { id: sandbox.id, metadata: sandbox.metadata, labels: sandbox.labels, annotations: sandbox.annotations },
@@ -1096,6 +1258,17 @@ export class LocalRuntime {
     const now = this.nowNs();
     let usedBytes = 0;
     let inodesUsed = 0;
+    if (this.mode === 'simulated') {
+      // The simulated images: what image GC weighs against the image filesystem's capacity.
+      const images = this.images.usage();
+      const usage: api.FilesystemUsageInit = {
+        timestamp: now,
+        fsId: { mountpoint: this.rootDir },
+        usedBytes: { value: images.bytes },
+        inodesUsed: { value: images.count },
+      };
+      return { imageFilesystems: [usage], containerFilesystems: [usage] };
+    }
     try {
       const fs = statfsSync(this.rootDir);
       usedBytes = (fs.blocks - fs.bfree) * fs.bsize;
@@ -1222,7 +1395,7 @@ export class LocalRuntime {
         image: this.images.status(r.image?.image ?? ''),
         info: {},
       })),
-      PullImage: this.unary('PullImage', (r: api.PullImageRequest) => ({ imageRef: this.images.pull(r.image?.image ?? '') })),
+      PullImage: this.unary('PullImage', async (r: api.PullImageRequest) => ({ imageRef: await this.pullImage(r) })),
       RemoveImage: this.unary('RemoveImage', (r: api.RemoveImageRequest) => {
         this.images.remove(r.image?.image ?? '');
         return {};

@@ -129,14 +129,18 @@ t.test('remove or shutdown during a simulated start delay', async (t) => {
   t.match(await startPending, { code: 'Unavailable' });
 });
 
-t.test('a simulated container gets its (empty) log file on start, as from a real runtime; one that cannot be made fails the start', async (t) => {
-  const h = await startRuntime(t, { mode: 'simulated' });
+t.test('a simulated container gets its log file on start, as from a real runtime; one that cannot be made fails the start', async (t) => {
+  const h = await startRuntime(t, { mode: 'simulated', clock: new FakeClock() });
   const logDirectory = join(h.dir, 'logs', 'with-log');
   const sandbox = { ...sandboxConfig('with-log'), logDirectory };
   const sandboxId = await h.rs.runPodSandbox(sandbox);
   const id = await h.rs.createContainer(sandboxId, { ...containerConfig('main', []), logPath: 'main/0.log' }, sandbox);
   await h.rs.startContainer(id);
-  t.equal(readFileSync(join(logDirectory, 'main/0.log'), 'utf8'), '', 'the log file exists, empty');
+  t.equal(
+    readFileSync(join(logDirectory, 'main/0.log'), 'utf8'),
+    '2026-01-01T00:00:00Z stdout F simulated container main started\n',
+    'the log file has the default start line',
+  );
   await h.rs.reopenContainerLog(id);
 
   writeFileSync(join(logDirectory, 'blocker'), 'a file where a directory should be');
