@@ -168,6 +168,11 @@ export interface NodeStatusManagerOptions {
   devicePluginResourceCapacity?: () => DevicePluginCapacity;
   /** Host addresses for --node-ip validation and detection (tests inject them). */
   interfaceAddresses?: () => string[];
+  /**
+   * The node's InternalIP addresses as given, neither validated nor detected (as a cloud provider's addresses are
+   * taken): for a simulated node whose server listens on the loopback (kubelet fleet). Default: --node-ip or detected.
+   */
+  internalIPs?: string[];
   lookupHost?: (name: string) => Promise<string[]>;
   /** OS and arch as Go names them; default this process's. */
   os?: string;
@@ -560,7 +565,7 @@ export class NodeStatusManager implements NodeStatusProvider {
       this.logger.error('Error getting machine info', err);
     }
     await attempt('NodeAddress', async () => {
-      const ips = await resolveNodeIPs({
+      const ips = this.opts.internalIPs?.length ? this.opts.internalIPs : await resolveNodeIPs({
         nodeName: this.nodeName,
         hostname: this.hostname,
         nodeIPs: this.nodeIPs,

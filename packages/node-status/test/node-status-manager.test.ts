@@ -339,6 +339,24 @@ t.test('node IP detected: hostname IP, then DNS of the node name, then an interf
   }
 });
 
+t.test('internalIPs are reported as given, loopback included, without validation or lookups (a simulated node)', async (t) => {
+  const { clock, manager, node, logger } = setup(t, {
+    nodeIP: undefined,
+    internalIPs: ['127.0.0.1'],
+    lookupHost: async () => {
+      throw new Error('must not be asked');
+    },
+  });
+  const done = manager.syncNodeStatus();
+  await clock.advance(100);
+  await done;
+  t.same(node()!.status!.addresses, [
+    { type: 'InternalIP', address: '127.0.0.1' },
+    { type: 'Hostname', address: 'host-1' },
+  ]);
+  t.notOk(logger.entries.some((e) => e.kv.setter === 'NodeAddress'), 'no address error');
+});
+
 t.test('images come from the image service, capped at nodeStatusMaxImages', async (t) => {
   const { clock, manager, images, node } = setup(t, { nodeStatusMaxImages: 2 });
   images.setImages({ id: 'a', tags: ['a:1'], size: 10 }, { id: 'b', tags: ['b:1'], size: 30 }, { id: 'c', tags: ['c:1'], size: 20 });
