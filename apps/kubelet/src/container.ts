@@ -10,7 +10,7 @@ import { makePodSourceConfig, type PodSourceConfig } from '@kubelet-ts/pod-confi
 import { DnsConfigurer, GenericRuntimeManager, RuntimeClassManager, standaloneRuntimeHandler } from '@kubelet-ts/runtime-manager';
 import { CriImageFsStatsProvider, RealImageGCManager, type ImageGCManager } from '@kubelet-ts/image-gc';
 import { ContainerGC } from '@kubelet-ts/container-gc';
-import { ProbeManager } from '@kubelet-ts/prober';
+import { ProbeManager, type ContainerProber } from '@kubelet-ts/prober';
 import type { V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { KUBELET_VERSION } from './version.js';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -18,12 +18,11 @@ import { newKeepAliveKubeConfig } from './kube-config.js';
 import type { CertificateManager } from '@kubelet-ts/certificate';
 import { registerCertificateDeps } from './certificates.js';
 import { KubeletEventRecorder, KubeletStatusManager, BasicMirrorClient, syncMirrorPod, deleteOrphanedMirrorPods } from '@kubelet-ts/status-manager';
-import { NodeLeaseController, NodeStatusManager, type KubeClient } from '@kubelet-ts/node-status';
+import { NodeLeaseController, NodeStatusManager, cachedMachineInfo, type KubeClient, type MachineInfoProvider, type NodeStatusManagerOptions } from '@kubelet-ts/node-status';
 import { ConfigError } from './config.js';
 import { NodeHostIPs } from './host-ips.js';
 import { ServiceLister } from './service-lister.js';
 import { join } from 'node:path';
-import { cpus, totalmem } from 'node:os';
 import {
   ConfigMapManager,
   KubeletVolumeManager,
@@ -42,8 +41,8 @@ import { ContainerManager, SystemdDbusUnitManager, type SystemdUnitManager } fro
 import { EvictionManager } from '@kubelet-ts/eviction';
 import { NodeShutdownManager, defaultShutdownTrigger, type ShutdownTrigger } from '@kubelet-ts/node-shutdown';
 import { parseThresholdConfig } from '@kubelet-ts/core';
-import type { SummarySource } from '@kubelet-ts/stats';
-import { nodeCapacity } from './node-capacity.js';
+import type { CgroupReader, SummarySource } from '@kubelet-ts/stats';
+import { nodeCapacity, type NodeCapacity } from './node-capacity.js';
 import { registerCsiDeps } from './csi.js';
 import { configMapAndSecretSource, criMountsFor, pullSecretsFor, referencesObject, withBlockVolumeDevices } from './volumes.js';
 import { localRuntimePaths, type KubeletConfig } from './config.js';
@@ -124,6 +123,18 @@ export const Tokens = {
   DeviceManager: Symbol.for('kubelet-ts.DeviceManager'),
   /** Go: the pod resources API v1 server on <root-dir>/pod-resources/kubelet.sock; undefined in --runonce mode. */
   PodResourcesServer: Symbol.for('kubelet-ts.PodResourcesServer'),
+  /**
+   * The node's machine facts (Go: cadvisor's MachineInfo) for its status and /spec, and its capacity (CPUs, memory,
+   * pids) for allocatable, eviction and pod cgroups: read from the host by default; a fleet node says its own.
+   */
+  MachineInfo: Symbol.for('kubelet-ts.MachineInfo'),
+  NodeCapacity: Symbol.for('kubelet-ts.NodeCapacity'),
+  /** Extra NodeStatusManager options over the kubelet's (a fleet node's given InternalIPs); default none. */
+  NodeStatusOptions: Symbol.for('kubelet-ts.NodeStatusOptions'),
+  /** Runs the probes (prober's ContainerProber); undefined: the prober's own exec/http/tcp/grpc probes. */
+  ContainerProber: Symbol.for('kubelet-ts.ContainerProber'),
+  /** Reads the node's and pods' cgroups for /stats/summary; undefined: the host's cgroup filesystem. */
+  CgroupReader: Symbol.for('kubelet-ts.CgroupReader'),
   Kubelet: Symbol.for('kubelet-ts.Kubelet'),
 } as const;
 
@@ -162,6 +173,11 @@ const singleton = <T>(factory: (c: DependencyContainer) => T) => ({ useFactory: 
 export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfig): void {
   c.register(Tokens.Config, { useValue: config });
   c.register<Clock>(Tokens.Clock, { useValue: realClock });
+  c.register<MachineInfoProvider>(Tokens.MachineInfo, singleton(() => cachedMachineInfo(config.rootDir)));
+  c.register<NodeCapacity>(Tokens.NodeCapacity, singleton(() => nodeCapacity()));
+  c.register<Partial<NodeStatusManagerOptions>>(Tokens.NodeStatusOptions, { useValue: {} });
+  c.register<ContainerProber | undefined>(Tokens.ContainerProber, { useFactory: () => undefined });
+  c.register<CgroupReader | undefined>(Tokens.CgroupReader, { useFactory: () => undefined });
   // The verbosity can change at run time: PUT /debug/flags/v on the kubelet's port (Go: klog's setter).
   c.register<Logger>(Tokens.Logger, singleton(() => adjustableLogger((verbosity) => createLogger({ verbosity, format: config.loggingFormat, name: 'kubelet' }), config.verbosity)));
   // API server mode (--kubeconfig): the client config; undefined in standalone mode.
@@ -245,10 +261,12 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       nodeStatusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
       nodeStatusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
       rootDir: config.rootDir,
+      machineInfo: c.resolve<MachineInfoProvider>(Tokens.MachineInfo),
       kubeletVersion: KUBELET_VERSION,
       // Go: GetDevicePluginResourceCapacity, and ShouldResetExtendedResourceCapacity (no device checkpoint).
       devicePluginResourceCapacity: () => c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.getCapacity() ?? { capacity: {}, allocatable: {}, removed: [] },
       shouldResetExtendedResourceCapacity: () => c.resolve<DeviceManager | undefined>(Tokens.DeviceManager)?.shouldResetExtendedResourceCapacity() ?? false,
+      ...c.resolve<Partial<NodeStatusManagerOptions>>(Tokens.NodeStatusOptions),
     });
   };
   c.register<NodeStatusManager | undefined>(
@@ -519,6 +537,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       const probes = new ProbeManager({
         getPodStatus,
         runner: c.resolve(Tokens.RuntimeService),
+        prober: c.resolve<ContainerProber | undefined>(Tokens.ContainerProber),
         recorder: c.resolve(Tokens.EventRecorder),
         clock: c.resolve(Tokens.Clock),
         logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'prober' }),
@@ -577,8 +596,8 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         tokens,
         persistentVolumes: kubeConfig && createPersistentVolumeGetter(kubeConfig),
         node: {
-          allocatableMilliCpu: cpus().length * 1000,
-          allocatableMemoryBytes: totalmem(),
+          allocatableMilliCpu: c.resolve<NodeCapacity>(Tokens.NodeCapacity).milliCpu,
+          allocatableMemoryBytes: c.resolve<NodeCapacity>(Tokens.NodeCapacity).memoryBytes,
           hostIPs: () => c.resolve<NodeHostIPs>(Tokens.HostIPs).get(),
         },
         // Go: the kubelet's sourcesReady: the sources' pods are in the pod manager, not only in pod-config.
@@ -617,7 +636,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
         kubeReservedCgroup: config.kubeReservedCgroup || undefined,
         systemReserved: resourceMap(config.systemReserved),
         kubeReserved: resourceMap(config.kubeReserved),
-        capacity: nodeCapacity(),
+        capacity: c.resolve<NodeCapacity>(Tokens.NodeCapacity),
         cpuCfsQuota: config.cpuCFSQuota,
         cpuCfsQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
         podPidsLimit: config.podPidsLimit,
@@ -636,7 +655,7 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
     singleton((c) => {
       const kubelet = () => c.resolve<Kubelet>(Tokens.Kubelet);
       const containerManager = c.resolve<ContainerManager | undefined>(Tokens.ContainerManager);
-      const capacity = nodeCapacity();
+      const capacity = c.resolve<NodeCapacity>(Tokens.NodeCapacity);
       return new EvictionManager({
         summaryProvider: c.resolve<SummarySource>(Tokens.StatsProvider),
         thresholds: evictionThresholds(config),

@@ -4,14 +4,15 @@ import { runtimeapi, type RuntimeService } from '@kubelet-ts/cri-client';
 import type { ContainerManager } from '@kubelet-ts/container-manager';
 import type { ImageService } from '@kubelet-ts/cri-client';
 import { ContainerLogManager, type LogManager } from '@kubelet-ts/container-logs';
-import { cachedMachineInfo } from '@kubelet-ts/node-status';
+import type { MachineInfoProvider } from '@kubelet-ts/node-status';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { SummaryProvider, VolumeDirStats, renderCadvisorMetrics, scrapeResourceMetrics, type PodVolumeStatsFunction, type SummarySource } from '@kubelet-ts/stats';
+import { SummaryProvider, VolumeDirStats, type CgroupReader, renderCadvisorMetrics, scrapeResourceMetrics, type PodVolumeStatsFunction, type SummarySource } from '@kubelet-ts/stats';
 import { escapePluginName } from '@kubelet-ts/volume-manager';
 import { CSI_PLUGIN_NAME } from '@kubelet-ts/csi';
 import { KubeletServer, DynamicFileCAContent, authFilter, type HttpRequestLabels, type KubeletMetrics, createAuthenticator, createAuthorizer, loadOrCreateServingCert, type HealthzCheck, type MetricsSource, type RequestGate, type ServerHost } from '@kubelet-ts/server';
 import { ConfigError, type KubeletConfig } from './config.js';
 import { Tokens } from './container.js';
+import type { NodeCapacity } from './node-capacity.js';
 import type { Kubelet, KubeletRuntime } from './kubelet.js';
 import { KubeletServerHost } from './server-host.js';
 import { verbositySetter } from './log-verbosity.js';
@@ -203,6 +204,8 @@ export function registerServerDeps(c: DependencyContainer, config: KubeletConfig
             // The pods' cgroup: the "pods" system container, whose working set the allocatableMemory.available signal reads.
             systemCgroups: config.cgroupsPerQOS ? { pods: podsCgroupName(config.cgroupRoot) } : undefined,
             podVolumeStats: c.resolve<PodVolumeStatsFunction>(Tokens.PodVolumeStats),
+            cgroupReader: c.resolve<CgroupReader | undefined>(Tokens.CgroupReader),
+            nodeMemoryCapacityBytes: () => c.resolve<NodeCapacity>(Tokens.NodeCapacity).memoryBytes,
             clock: c.resolve(Tokens.Clock),
             logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'stats' }),
           }),
@@ -252,7 +255,7 @@ export function registerServerDeps(c: DependencyContainer, config: KubeletConfig
 /** The default ServerHost: the kubelet, its runtime and the machine facts. */
 export function createServerHost(c: DependencyContainer, healthChecks: HealthzCheck[]): ServerHost {
   const config = c.resolve<KubeletConfig>(Tokens.Config);
-  const machineInfo = cachedMachineInfo(config.rootDir);
+  const machineInfo = c.resolve<MachineInfoProvider>(Tokens.MachineInfo);
   return new KubeletServerHost({
     kubelet: c.resolve<Kubelet>(Tokens.Kubelet),
     runtime: c.resolve<KubeletRuntime>(Tokens.ContainerRuntime),

@@ -12,6 +12,8 @@ import { KUBELET_VERSION, versionInfo } from './version.js';
 const print = (text: string) => new Promise<void>((resolve) => process.stdout.write(text, () => resolve()));
 
 async function main(argv: string[]): Promise<number> {
+  // `kubelet fleet ...`: many kubelets in one process (loaded only when asked for).
+  if (argv[0] === 'fleet') return (await import('./fleet/fleet-main.js')).fleetMain(argv.slice(1));
   let flags;
   let config;
   try {

@@ -2,8 +2,15 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { parseMeminfo } from '@kubelet-ts/core';
 
+/** What the node offers its pods before reservations. */
+export interface NodeCapacity {
+  milliCpu: number;
+  memoryBytes: number;
+  pids?: number;
+}
+
 /** The node's capacity as cadvisor reads it: logical CPUs, MemTotal and the kernel's pid_max. */
-export function nodeCapacity(procRoot = '/proc'): { milliCpu: number; memoryBytes: number; pids?: number } {
+export function nodeCapacity(procRoot = '/proc'): NodeCapacity {
   let memoryBytes = totalmem();
   let pids: number | undefined;
   try {
