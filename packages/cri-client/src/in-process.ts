@@ -269,6 +269,8 @@ export class InProcessClient {
     let server: InProcessServerStream | undefined;
     let pending: grpc.ServiceError | undefined;
     const readable = new Readable({ objectMode: true, read: () => undefined }) as Readable & { cancel(): void };
+    // The reader gets errors through its iteration; one no longer reading must not crash the process.
+    readable.on('error', () => undefined);
     readable.cancel = () => {
       if (server) server.cancel();
       else pending ??= statusError(CANCELLED, 'Cancelled on client');

@@ -279,3 +279,24 @@ t.test('a closed in-process client throws as a closed grpc-js channel does', asy
   rs.close();
   await t.rejects(rs.version('v1'), { message: 'Channel has been shut down' });
 });
+
+t.test('a server stream failing while nobody reads it does not crash the process', async (t) => {
+  const defs = criCodec().serviceDefinitions();
+  const client = inProcessClient(defs.RuntimeService, {
+    GetContainerEvents: () => {
+      throw new Error('handler broke');
+    },
+  });
+  const stream = (client as unknown as Record<string, (request: unknown, options: unknown) => NodeJS.ReadableStream & { cancel(): void }>)
+    .GetContainerEvents({}, {});
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.pass('no uncaught error');
+  // A reader that comes later still sees the failure.
+  await t.rejects(
+    (async () => {
+      for await (const event of stream) void event;
+    })(),
+    { code: 2, details: 'Server method handler threw error handler broke' },
+  );
+});
