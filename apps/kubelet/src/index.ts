@@ -8,3 +8,8 @@ export { startKubeletServers, registerServerDeps, createServerHost, type Running
 export { KubeletServerHost, validateContainerLogStatus, type KubeletServerHostOptions } from './server-host.js';
 export { PodManager } from './pod-manager.js';
 export { KUBELET_VERSION, KUBERNETES_VERSION, KUBELET_TS_VERSION, versionInfo, type VersionInfo } from './version.js';
+export { Fleet, fleetNodeConfig, FLEET_LABEL, FLEET_GROUP_LABEL, FLEET_TAINT, FleetNodeNotFoundError, FleetNodeStateError, type FleetOptions, type FleetNodeInfo, type FleetNodeState } from './fleet/fleet.js';
+export { resolveFleetSpec, parseFleetFile, splitFleetArgs, FLEET_DEFAULTS, FLEET_HELP, type FleetSpec, type FleetNodeSpec, type FleetNodeGroup } from './fleet/fleet-spec.js';
+export { startFleetControlServer } from './fleet/control-server.js';
+export { SimulatedCgroupReader, SimulatedMounter, simulatedMachineInfo, simulatedNodeCapacity, simulatedProbe, type SimulatedRuntimeView } from './fleet/simulated-node.js';
+export { nodeCapacity, type NodeCapacity } from './node-capacity.js';
