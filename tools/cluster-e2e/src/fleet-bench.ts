@@ -27,10 +27,10 @@ export class BenchProcess {
     );
   }
 
-  static start(name: string, command: string, args: string[], logFile: string): BenchProcess {
+  static start(name: string, command: string, args: string[], logFile: string, env: Record<string, string> = {}): BenchProcess {
     const fd = openSync(logFile, 'a');
     writeFileSync(fd, `---- ${new Date().toISOString()} ${command} ${args.join(' ')}\n`);
-    const child = spawn(command, args, { stdio: ['ignore', fd, fd] });
+    const child = spawn(command, args, { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
     closeSync(fd);
     return new BenchProcess(name, child, logFile);
   }
