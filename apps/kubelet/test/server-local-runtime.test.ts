@@ -1,5 +1,5 @@
 // The kubelet's server as the binary wires it, over real TLS, with the embedded local runtime: static pods' logs,
-// stats and metrics through the secure port, the read-only port, and the local runtime's clear refusal to stream.
+// stats and metrics through the secure port, the read-only port, and exec through the local runtime's streaming server.
 import 'reflect-metadata';
 import t from 'tap';
 import { container } from 'tsyringe';
@@ -10,6 +10,7 @@ import { connect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
+import { remoteCommandSession, upgradeToSpdy } from '@kubelet-ts/local-runtime/testing';
 import { Tokens, parseFlags, registerKubeletDeps, resolveConfig, startKubelet } from '../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kubelet-server-local-'));
@@ -101,18 +102,33 @@ t.test('logs, pods, stats and metrics of a static pod on the local runtime', asy
   t.match((await get('/healthz/syncloop')).body, 'ok');
 });
 
-t.test('the local runtime has no streaming server: exec gets its clear Unimplemented', async (t) => {
-  const answer = await new Promise<string>((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
-      socket.write('POST /exec/default/talker-server-node/app?command=ls&output=1 HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n');
+t.test("exec through the kubelet's server reaches the local runtime's streaming server", async (t) => {
+  const command = ['sh', '-c', 'echo hi; cat; echo oops >&2; exit 5'].map((c) => `command=${encodeURIComponent(c)}`).join('&');
+  const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false });
+  const up = await upgradeToSpdy(socket, { path: `/exec/default/talker-server-node/app?${command}&input=1&output=1&error=1`, host: `127.0.0.1:${port}` });
+  t.equal(up.status, 101, 'the kubelet proxied the SPDY upgrade to the runtime');
+  const result = await remoteCommandSession(up.spdy!, { stdin: 'typed\n' });
+  t.equal(result.stdout, 'hi\ntyped\n', 'stdin in, stdout out');
+  t.equal(result.stderr, 'oops\n');
+  t.same(JSON.parse(result.error).details, { causes: [{ reason: 'ExitCode', message: '5' }] }, 'the exit code in the v4 status');
+
+  const again = await upgradeToSpdy(connect({ host: '127.0.0.1', port, rejectUnauthorized: false }), {
+    path: '/exec/default/talker-server-node/app?command=true&output=1',
+    host: `127.0.0.1:${port}`,
+  });
+  t.same(await remoteCommandSession(again.spdy!, { stderr: false }), { stdout: '', stderr: '', error: '{"metadata":{},"status":"Success"}' });
+
+  const forward = await new Promise<string>((resolve, reject) => {
+    const raw = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
+      raw.write('POST /portForward/default/talker-server-node HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n');
     });
     let text = '';
-    socket.on('data', (chunk) => (text += chunk));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
+    raw.on('data', (chunk) => (text += chunk));
+    raw.on('end', () => resolve(text));
+    raw.on('error', reject);
   });
-  t.match(answer, /^HTTP\/1.1 500/);
-  t.match(answer, /Exec is not implemented by the local runtime/);
+  t.match(forward, /^HTTP\/1.1 500/);
+  t.match(forward, /PortForward is not implemented by the local runtime/, 'port-forward stays refused, clearly');
   const run = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     httpsRequest({ host: '127.0.0.1', port, path: '/run/default/talker-server-node/app?cmd=echo%20ran', method: 'POST', rejectUnauthorized: false }, (res) => {
       let body = '';
@@ -122,7 +138,7 @@ t.test('the local runtime has no streaming server: exec gets its clear Unimpleme
       .on('error', reject)
       .end();
   });
-  t.same(run, { status: 200, body: 'ran\n' }, '/run goes through ExecSync, which the local runtime has');
+  t.same(run, { status: 200, body: 'ran\n' }, '/run goes through ExecSync');
 });
 
 t.test('unknown pods and containers are 404s; a bad query is a 400 naming the parameter', async (t) => {

@@ -49,6 +49,9 @@ export interface StartProcessOptions {
   stderr?: LineSplitter;
 }
 
+/** Receives a container process's output (attach). */
+export type OutputListener = (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
+
 /** Time to wait for the output pipes to close after the process exited before destroying them. */
 const PIPE_CLOSE_GRACE_MS = 2000;
 
@@ -62,6 +65,7 @@ export class HostProcess {
   /** Resolves once the process exited and its output pipes are drained. Never rejects. */
   readonly exited: Promise<ProcessExit>;
   private done = false;
+  private readonly listeners = new Set<OutputListener>();
 
   private constructor(private readonly child: ChildProcess) {
     this.pid = child.pid as number;
@@ -106,11 +110,26 @@ export class HostProcess {
       child.once('spawn', () => {
         child.off('error', onError);
         child.on('error', () => undefined);
-        pipe(child.stdout, options.stdout);
-        pipe(child.stderr, options.stderr);
-        resolve(new HostProcess(child));
+        const proc = new HostProcess(child);
+        pipe(child.stdout, options.stdout, (chunk) => proc.tell('stdout', chunk));
+        pipe(child.stderr, options.stderr, (chunk) => proc.tell('stderr', chunk));
+        resolve(proc);
       });
     });
+  }
+
+  /**
+   * Also sends the process's output from now on to `listener` (an attach); returns the unsubscription. Ends with
+   * the process's output.
+   */
+  onOutput(listener: OutputListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** @internal */
+  tell(stream: 'stdout' | 'stderr', chunk: Buffer): void {
+    for (const listener of this.listeners) listener(stream, chunk);
   }
 
   get running(): boolean {
@@ -148,9 +167,12 @@ async function waitGroupGone(pgid: number, limitMs = 1000): Promise<void> {
   }
 }
 
-function pipe(source: NodeJS.ReadableStream | null, splitter: LineSplitter | undefined): void {
+function pipe(source: NodeJS.ReadableStream | null, splitter: LineSplitter | undefined, tee: (chunk: Buffer) => void): void {
   if (!source) return;
-  source.on('data', (chunk: Buffer) => splitter?.push(chunk));
+  source.on('data', (chunk: Buffer) => {
+    splitter?.push(chunk);
+    tee(chunk);
+  });
   source.on('end', () => splitter?.end());
   source.on('error', () => splitter?.end());
 }

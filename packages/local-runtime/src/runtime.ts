@@ -35,6 +35,9 @@ import { ContainerLogWriter, LineSplitter } from './log-writer.js';
 import { HostProcess, execCommand, processStartTime, signalGroup } from './process.js';
 import { readGroupUsage, type GroupUsage } from './procfs.js';
 import { StateFile } from './state-file.js';
+import type { StreamingIO, StreamingServer } from './streaming.js';
+import { runProcessExec } from './streaming-process.js';
+import { runSimulatedCommand } from './streaming-simulated.js';
 import { LOCAL_RUNTIME_NAME, LOCAL_RUNTIME_VERSION } from './version.js';
 
 /**
@@ -197,6 +200,8 @@ export class LocalRuntime {
   private readonly stateFile: StateFile<PersistedState>;
 
   private server: grpc.Server | undefined;
+  /** The CRI streaming server (exec, attach), started by the first Exec or Attach. */
+  private streamingStart: Promise<StreamingServer> | undefined;
   /** Serving callers: over the socket (start) or in process (startInProcess). */
   private serving = false;
   private prepared = false;
@@ -334,6 +339,10 @@ export class LocalRuntime {
   }
 
   private async shutdown(): Promise<void> {
+    // Streaming sessions end first: their exec'd commands are killed.
+    const streaming = this.streamingStart;
+    this.streamingStart = undefined;
+    if (streaming) await (await streaming.catch(() => undefined))?.stop();
     for (const stream of this.streams) stream.end();
     this.streams.clear();
 
@@ -983,6 +992,95 @@ export class LocalRuntime {
   }
 
   // ---------------------------------------------------------------------------------------------
+  // Streaming (exec, attach)
+
+  /** The streaming server, started (and its module loaded) on first use. */
+  private streamingServer(): Promise<StreamingServer> {
+    if (!this.streamingStart) {
+      const starting = (async () => {
+        const { StreamingServer } = await import('./streaming.js');
+        const server = new StreamingServer({
+          runtime: { exec: (id, cmd, io) => this.streamExec(id, cmd, io), attach: (id, io) => this.streamAttach(id, io) },
+          clock: this.clock,
+          logger: this.logger,
+        });
+        await server.start();
+        return server;
+      })();
+      this.streamingStart = starting;
+      starting.catch(() => {
+        if (this.streamingStart === starting) this.streamingStart = undefined;
+      });
+    }
+    return this.streamingStart;
+  }
+
+  /** Exec and Attach: only a running container (as containerd), then the streaming server's one-time URL. */
+  private runningContainer(id: string, what: string): ContainerRecord {
+    const container = this.getContainer(id);
+    if (container.state !== 'CONTAINER_RUNNING') {
+      throw failedPrecondition(`container ${JSON.stringify(container.id)} is in ${container.state} state: cannot ${what} it`);
+    }
+    return container;
+  }
+
+  private async exec(request: api.ExecRequest): Promise<api.ExecResponseInit> {
+    this.runningContainer(request.containerId, 'exec in');
+    if (request.cmd.length === 0) throw invalidArgument('exec command must not be empty');
+    return { url: (await this.streamingServer()).getExec(request) };
+  }
+
+  private async attach(request: api.AttachRequest): Promise<api.AttachResponseInit> {
+    this.runningContainer(request.containerId, 'attach to');
+    return { url: (await this.streamingServer()).getAttach(request) };
+  }
+
+  /** A streaming exec session: the command runs now (simulated: the README's tiny interpreter). */
+  private streamExec(containerId: string, cmd: string[], io: StreamingIO): Promise<number> {
+    const container = this.containers.get(containerId);
+    if (!container || container.state !== 'CONTAINER_RUNNING') {
+      throw new Error(`failed to exec in container: container ${JSON.stringify(containerId)} is ${container ? `in ${container.state} state` : 'not found'}`);
+    }
+    const sandbox = this.getSandbox(container.sandboxId);
+    if (this.mode === 'simulated') {
+      const hostname = sandbox.hostname || (sandbox.metadata.name ?? '');
+      const env: [string, string][] = [['PATH', DEFAULT_PATH], ['HOSTNAME', hostname], ...container.envs.map(({ key, value }): [string, string] => [key, value])];
+      return runSimulatedCommand(cmd, { hostname, env }, io);
+    }
+    return runProcessExec({
+      cmd,
+      cwd: existsSync(container.workingDir || sandbox.dir) ? container.workingDir || sandbox.dir : this.rootDir,
+      env: this.containerEnv(container, sandbox),
+      io,
+      onSpawn: (kill) => {
+        this.execKills.add(kill);
+        return () => this.execKills.delete(kill);
+      },
+    });
+  }
+
+  /**
+   * A streaming attach session: the container's output from now until it exits or the client goes away (process
+   * mode; a simulated container writes nothing). The container's stdin is not open: the client's input is dropped.
+   */
+  private async streamAttach(containerId: string, io: StreamingIO): Promise<void> {
+    const container = this.containers.get(containerId);
+    const live = this.live.get(containerId);
+    if (!container || container.state !== 'CONTAINER_RUNNING' || !live) {
+      throw new Error(`container ${JSON.stringify(containerId)} is ${container ? `in ${container.state} state` : 'not found'}`);
+    }
+    io.stdin?.resume();
+    const stderr = io.stderr ?? (io.tty ? io.stdout : undefined);
+    const unsubscribe = live.proc?.onOutput((stream, chunk) => (stream === 'stdout' ? io.stdout : stderr)?.(chunk));
+    try {
+      if (io.signal.aborted) return;
+      await Promise.race([live.exited, new Promise((resolve) => io.signal.addEventListener('abort', resolve, { once: true }))]);
+    } finally {
+      unsubscribe?.();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
   // Simulation
 
   /** CRI log records (stdout, one per line) of `text`, stamped now. */
@@ -1351,7 +1449,7 @@ export class LocalRuntime {
     return this.unary(rpc, () => {
       throw new RuntimeError(
         'Unimplemented',
-        `${rpc} is not implemented by the local runtime: it has no streaming server (use ExecSync for commands)`,
+        `${rpc} is not implemented by the local runtime: its streaming server serves exec and attach only`,
       );
     });
   }
@@ -1375,8 +1473,8 @@ export class LocalRuntime {
       ),
       ReopenContainerLog: this.unary('ReopenContainerLog', (r: api.ReopenContainerLogRequest) => this.reopenContainerLog(r)),
       ExecSync: this.unary('ExecSync', (r: api.ExecSyncRequest) => this.execSync(r)),
-      Exec: this.unimplemented('Exec'),
-      Attach: this.unimplemented('Attach'),
+      Exec: this.unary('Exec', (r: api.ExecRequest) => this.exec(r)),
+      Attach: this.unary('Attach', (r: api.AttachRequest) => this.attach(r)),
       PortForward: this.unimplemented('PortForward'),
       ContainerStats: this.unary('ContainerStats', (r: api.ContainerStatsRequest) => this.containerStatsResponse(r)),
       ListContainerStats: this.unary('ListContainerStats', (r: api.ListContainerStatsRequest) => this.listContainerStats(r)),
