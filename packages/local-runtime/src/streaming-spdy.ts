@@ -21,8 +21,8 @@ const WINDOW_UPDATE = 9;
 const FLAG_FIN = 0x01;
 /** Largest data frame payload written (the frame length field allows 16 MiB). */
 const MAX_DATA_FRAME = 32 * 1024;
-/** After GOAWAY and our FIN, how long the peer has to close its side. */
-const CLOSE_TIMEOUT_MS = 5000;
+/** After close(), how long the peer has to close the connection. */
+const CLOSE_TIMEOUT_MS = 10_000;
 /** Largest frame accepted. */
 const MAX_FRAME = 16 * 1024 * 1024 - 1;
 
@@ -232,6 +232,8 @@ export class SpdyStream {
 
 export interface SpdyConnectionEvents {
   stream: [SpdyStream];
+  /** The peer sent GOAWAY: it accepts no new stream. */
+  goaway: [];
   close: [];
 }
 
@@ -251,6 +253,9 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
   private nextStreamId: number;
   private lastPeerStreamId = 0;
   private goneAway = false;
+  private closing = false;
+  private nextPingId: number;
+  private readonly pings = new Map<number, () => void>();
   private isClosed = false;
   /** Resolves when the socket is closed. */
   readonly closed: Promise<void>;
@@ -262,11 +267,14 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
   ) {
     super();
     this.nextStreamId = role === 'client' ? 1 : 2;
+    this.nextPingId = role === 'client' ? 1 : 2;
     this.closed = new Promise<void>((resolve) => {
       const finish = (): void => {
         if (this.isClosed) return;
         this.isClosed = true;
         for (const stream of this.streams.values()) stream.peerReset();
+        for (const answered of this.pings.values()) answered();
+        this.pings.clear();
         this.streams.clear();
         this.deflate.close();
         this.inflate.close();
@@ -302,18 +310,37 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
     return stream;
   }
 
-  /** Sends GOAWAY and closes the socket once everything queued is written. Idempotent. */
-  async close(): Promise<void> {
-    if (!this.goneAway && !this.isClosed) {
-      this.goneAway = true;
-      const body = Buffer.concat([u32(this.lastPeerStreamId), u32(0)]);
-      this.enqueueOut(() => controlFrame(GOAWAY, 0, body));
+  /**
+   * Closes the connection. By default: GOAWAY, then the socket is ended once everything queued is written (a client
+   * done with the connection). With `waitForPeer` (a server whose session is over): no GOAWAY, and the socket stays
+   * open until the peer closes it, so that the peer's last writes (stdin, terminal resizes) do not fail (kubectl's
+   * spdystream fails them with EOF, and logs it, once it got a GOAWAY). A peer that never closes is cut off after a
+   * few seconds. Resolves when the socket is closed.
+   */
+  async close(options: { waitForPeer?: boolean } = {}): Promise<void> {
+    if (!this.closing && !this.isClosed) {
+      this.closing = true;
+      if (!options.waitForPeer) {
+        this.goneAway = true;
+        const body = Buffer.concat([u32(this.lastPeerStreamId), u32(0)]);
+        this.enqueueOut(() => controlFrame(GOAWAY, 0, body));
+      }
       await this.outgoing;
-      this.socket.end();
-      // A peer that never closes its side does not hold the socket open.
+      if (!options.waitForPeer) this.socket.end();
       setTimeout(() => this.socket.destroy(), CLOSE_TIMEOUT_MS).unref();
     }
     await this.closed;
+  }
+
+  /** Sends a PING; resolves when the peer answers it (or the connection closes). */
+  ping(): Promise<void> {
+    if (this.isClosed) return Promise.resolve();
+    const id = this.nextPingId;
+    this.nextPingId += 2;
+    return new Promise<void>((resolve) => {
+      this.pings.set(id, resolve);
+      this.enqueueOut(() => controlFrame(PING, 0, u32(id)));
+    });
   }
 
   /** Closes the socket at once. */
@@ -427,11 +454,20 @@ export class SpdyConnection extends EventEmitter<SpdyConnectionEvents> {
         stream?.peerReset();
         return;
       }
-      case PING:
-        this.enqueueOut(() => controlFrame(PING, 0, Buffer.from(body.subarray(0, 4))));
+      case PING: {
+        const id = body.readUInt32BE(0);
+        const answered = this.pings.get(id);
+        if (answered) {
+          this.pings.delete(id);
+          answered();
+        } else {
+          this.enqueueOut(() => controlFrame(PING, 0, Buffer.from(body.subarray(0, 4))));
+        }
         return;
+      }
       case GOAWAY:
         this.goneAway = true;
+        this.emit('goaway');
         return;
       case SETTINGS:
       case WINDOW_UPDATE:

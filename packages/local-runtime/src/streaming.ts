@@ -379,7 +379,8 @@ export class StreamingServer {
         else if (status.status !== 'Success') await error.write(status.message ?? '');
         await error.end();
       }
-      await spdy.close();
+      // As Go's server: the client closes the connection once it has read the streams to their end.
+      await spdy.close({ waitForPeer: true });
     } finally {
       timer?.cancel();
       this.sessions.delete(controller);

@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { CriError } from '@kubelet-ts/cri-client';
 import { FakeClock } from '@kubelet-ts/core/testing';
 import { containerConfig, isAlive, runContainer, sandboxConfig, startRuntime, waitFor, type Harness } from './helpers.js';
-import { session, upgrade } from './spdy-client.js';
+import { readAll, session, upgrade } from './spdy-client.js';
 
 const SUCCESS = '{"metadata":{},"status":"Success"}';
 
@@ -253,4 +253,29 @@ t.test('stop() kills running exec sessions and closes the streaming server', asy
     socket.once('error', () => resolve(true));
   });
   t.ok(refused, 'the streaming server no longer listens');
+});
+
+t.test('after the status the server neither sends GOAWAY nor closes: the client closes (its late writes do not fail)', async (t) => {
+  const h = await startRuntime(t, { mode: 'simulated' });
+  const sandbox = sandboxConfig('linger');
+  const sandboxId = await h.rs.runPodSandbox(sandbox);
+  const containerId = await h.rs.createContainer(sandboxId, { ...containerConfig('app', []), logPath: '' }, sandbox);
+  await h.rs.startContainer(containerId);
+  const { url } = await h.rs.exec({ containerId, cmd: ['echo', 'hi'], stdin: true, stdout: true, tty: true });
+  const { spdy } = await upgrade(url);
+  let goaway = false;
+  spdy!.on('goaway', () => (goaway = true));
+  const error = await spdy!.createStream({ streamtype: ['error'] });
+  const stdin = await spdy!.createStream({ streamtype: ['stdin'] });
+  const stdout = await spdy!.createStream({ streamtype: ['stdout'] });
+  const resize = await spdy!.createStream({ streamtype: ['resize'] });
+  const [out, status] = await Promise.all([readAll(stdout), readAll(error)]);
+  t.same([out, status], ['hi\n', '{"metadata":{},"status":"Success"}']);
+  // As kubectl's stdin copy and terminal resizes do, still running after the command ended.
+  await stdin.write('late input\n');
+  await resize.write('{"Width":80,"Height":24}');
+  await spdy!.ping();
+  t.ok(spdy!.isOpen, 'the connection is still open: the server answered a ping after the status');
+  t.notOk(goaway, 'no GOAWAY');
+  await spdy!.close();
 });
