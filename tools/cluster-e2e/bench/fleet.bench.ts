@@ -10,13 +10,16 @@
 //     pods per second from first scheduled to last Running, scheduled -> Running and created -> Running p50/p99 (as this
 //     bench's one pod watch sees them), the fleet's, kube-apiserver's and etcd's CPU idle and under the pod load (which
 //     saturates first), the fleet's RSS idle and with its pods;
-//   - the moonshot lines: 1,000 nodes and 10,000 pods within 4 GiB, pod start p99 at 100 nodes within the 5 s SLO.
+//   - the moonshot lines: 1,000 nodes and 10,000 pods within 4 GiB, pod start p99 at 100 nodes within the 5 s SLO,
+//     measured as the SLO is (ClusterLoader2's latency pods): after the 10 per node, 100 more created at 5 per second.
 //
 //   npx tsx tools/cluster-e2e/bench/fleet.bench.ts                       # quick: 20 nodes
 //   FLEET_BENCH_SIZES=100,500,1000 npx tsx tools/cluster-e2e/bench/fleet.bench.ts
 // Env: FLEET_BENCH_SIZES (default 20), FLEET_BENCH_PODS_PER_NODE (10), FLEET_BENCH_IDLE_SECONDS (idle window, 60),
-// FLEET_BENCH_GO=0 (no Go kubelet), FLEET_BENCH_FLEET=0 (the Go kubelet alone, its figures on stderr), FLEET_BENCH_FLEET_ARGS (more flags for every fleet node), KUBELET_TS_BIN (the
-// kubelet binary, default apps/kubelet/dist/kubelet.mjs).
+// FLEET_BENCH_SETTLE_SECONDS (15), FLEET_BENCH_LATENCY_PODS (100), FLEET_BENCH_LATENCY_QPS (5), FLEET_BENCH_KEEP=1
+// (keep each run's directory and logs), FLEET_BENCH_GO=0 (no Go kubelet), FLEET_BENCH_FLEET=0 (the Go kubelet alone,
+// its figures on stderr), FLEET_BENCH_FLEET_ARGS (more flags for every fleet node), KUBELET_TS_BIN (the kubelet
+// binary, default apps/kubelet/dist/kubelet.mjs).
 //
 // The control plane is used as it runs (started only when it is not); the fleet's nodes carry a taint and a label of
 // this bench's own, so other clients' pods stay off them, and are deleted with their pods after each size.
@@ -47,6 +50,8 @@ const sizes = (process.env.FLEET_BENCH_SIZES ?? '20').split(',').map((n) => Numb
 const podsPerNode = envInt('FLEET_BENCH_PODS_PER_NODE', 10);
 const idleSeconds = envInt('FLEET_BENCH_IDLE_SECONDS', 60);
 const settleSeconds = envInt('FLEET_BENCH_SETTLE_SECONDS', 15);
+const latencyPods = envInt('FLEET_BENCH_LATENCY_PODS', 100);
+const latencyQps = envInt('FLEET_BENCH_LATENCY_QPS', 5);
 const withGo = process.env.FLEET_BENCH_GO !== '0';
 const fleetExtraArgs = (process.env.FLEET_BENCH_FLEET_ARGS ?? '').split(' ').filter(Boolean);
 const kubeletBin = process.env.KUBELET_TS_BIN ?? join(repoRoot, 'apps/kubelet/dist/kubelet.mjs');
@@ -109,8 +114,9 @@ interface PodLoad {
   seconds: number;
   /** CPU seconds of the agent during the load, minus its idle rate for as long. */
   agentCpuSeconds: number;
-  /** The agent's own API requests during the load. */
+  /** The agent's own API requests during the load, and by key. */
   clientRequests?: number;
+  clientByKey: Map<string, number>;
   cores: Map<string, number>;
   rssMiB: number;
   scheduledToRunning: number[];
@@ -125,6 +131,7 @@ interface FleetRun {
   readySeconds: number;
   idle: Idle;
   load: PodLoad;
+  latency?: LatencyPhase;
 }
 
 let background = { perMinute: 0, apiserverCores: 0, etcdCores: 0 };
@@ -189,7 +196,7 @@ async function measureBackground(api: AdminApi, cluster: ClusterEnv): Promise<vo
 
 /** Removes a run's directory, or keeps it (its logs) when the run failed. */
 function keepOnFailure(dir: string, ok: boolean): void {
-  if (ok) unmountAndRemove(dir);
+  if (ok && !process.env.FLEET_BENCH_KEEP) unmountAndRemove(dir);
   else log(`kept ${dir} (its logs) for a look`);
 }
 
@@ -199,12 +206,35 @@ async function freshNamespace(api: AdminApi, namespace: string): Promise<void> {
   await waitFor(`namespace ${namespace}'s default service account`, async () => (await api.call('GET', `/api/v1/namespaces/${namespace}/serviceaccounts/default`)).status === 200, 60_000);
 }
 
-/** Removes what a run left: its pods at once (grace 0), the namespace, its nodes. */
+/**
+ * Removes what a run left: its pods at once (grace 0), the namespace, its nodes and their leases (left to the garbage
+ * collector, a lease could still be there when the next run's node of the same name starts: that node would renew it,
+ * and the collector then delete it for its old owner).
+ */
 async function cleanUp(api: AdminApi, namespace: string, nodeSelector: string): Promise<void> {
   const force = { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 };
-  await api.call('DELETE', `/api/v1/namespaces/${namespace}/pods`, force).catch(() => undefined);
+  await api.call('DELETE', `/api/v1/namespaces/${namespace}/pods`, force, { timeoutMs: 600_000 }).catch(() => undefined);
   await api.call('DELETE', `/api/v1/namespaces/${namespace}`).catch(() => undefined);
-  await api.call('DELETE', `/api/v1/nodes?labelSelector=${encodeURIComponent(nodeSelector)}`).catch(() => undefined);
+  const nodes = await readyNodes(api, nodeSelector).catch(() => ({ names: [] as string[] }));
+  await api.call('DELETE', `/api/v1/nodes?labelSelector=${encodeURIComponent(nodeSelector)}`, undefined, { timeoutMs: 600_000 }).catch(() => undefined);
+  await forEachLimited(nodes.names, 16, async (name) => {
+    await api.call('DELETE', `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${name}`).catch(() => undefined);
+  });
+}
+
+/**
+ * A first batch of pods, started and deleted before anything is measured: a fresh Node.js process compiles its pod
+ * start paths on the first pods (the Go kubelet has its own first-time work), which 10 measured pods would not amortize.
+ */
+async function warmUp(api: AdminApi, namespace: string, count: number, make: (i: number) => Record<string, unknown>, describe: () => string): Promise<void> {
+  for (let i = 0; i < count; i++) await api.json('POST', `/api/v1/namespaces/${namespace}/pods`, make(i));
+  await waitFor(`${count} warm-up pods Running`, async () => {
+    const pods: any[] = (await api.json('GET', `/api/v1/namespaces/${namespace}/pods`)).items;
+    return pods.filter((pod) => pod.status?.phase === 'Running').length >= count;
+  }, 120_000, describe, 200);
+  await api.json('DELETE', `/api/v1/namespaces/${namespace}/pods`);
+  await waitFor(`warm-up pods gone`, async () => (await api.json('GET', `/api/v1/namespaces/${namespace}/pods`)).items.length === 0, 120_000, describe, 200);
+  await sleep(settleSeconds * 1000);
 }
 
 /** Creates `count` pods (`make(i)`), 16 POSTs at a time, then waits until the timeline saw them all Running. */
@@ -251,12 +281,44 @@ async function podLoad(
     seconds: cpu.seconds,
     agentCpuSeconds: cpu.cpu.get('agent')! - idleCores * cpu.seconds,
     clientRequests: clientBefore && clientAfter ? total(delta(clientBefore, clientAfter)) : undefined,
+    clientByKey: clientBefore && clientAfter ? delta(clientBefore, clientAfter) : new Map(),
     cores: cpu.cores,
     rssMiB: mib(cpu.rss.get('agent')!),
     scheduledToRunning: summary.scheduledToRunning,
     createdToRunning: summary.createdToRunning,
     spanSeconds: (summary.lastRunning - summary.firstScheduled) / 1000,
   };
+}
+
+interface LatencyPhase {
+  pods: number;
+  createdToRunning: number[];
+  scheduledToRunning: number[];
+}
+
+/**
+ * Pod start latency as the Kubernetes SLO measures it (ClusterLoader2's latency pods): after the saturating load, pods
+ * created one at a time at `latencyQps`, created -> Running as watched (no image pulls: simulated ones are instant).
+ */
+async function latencyPhase(api: AdminApi, cluster: ClusterEnv, namespace: string, make: (i: number) => Record<string, unknown>, describe: () => string): Promise<LatencyPhase> {
+  const timeline = new PodTimeline(cluster, api, namespace);
+  await timeline.start();
+  try {
+    const started = performance.now();
+    for (let i = 0; i < latencyPods; i++) {
+      const due = started + (i * 1000) / latencyQps;
+      if (due > performance.now()) await sleep(due - performance.now());
+      const pod = make(i);
+      const at = performance.now();
+      await api.json('POST', `/api/v1/namespaces/${namespace}/pods`, pod);
+      timeline.created((pod.metadata as { name: string }).name, at);
+    }
+    await waitFor(`${latencyPods} latency pods Running`, async () => timeline.runningCountOf('lat-') >= latencyPods, 300_000, describe, 100);
+  } finally {
+    timeline.stop();
+  }
+  const summary = timeline.summary('lat-');
+  return { pods: latencyPods, createdToRunning: summary.createdToRunning, scheduledToRunning: summary.scheduledToRunning };
 }
 
 interface GoRun {
@@ -309,6 +371,7 @@ async function benchGo(api: AdminApi, cluster: ClusterEnv): Promise<GoRun> {
     const idle = await idleWindow(api, cluster, go.pid, counts);
     log(`Go kubelet idle: RSS ${idle.rssMiB.toFixed(1)} MiB, ${(idle.cores * 1000).toFixed(1)} mcores, ${idle.clientPerMinute?.toFixed(1) ?? '-'} requests/min`);
     await freshNamespace(api, namespace);
+    await warmUp(api, namespace, podsPerNode, (i) => benchPod(`warm-${i}`, namespace, { nodeName: node, taint }), () => go.logTail(10));
     const load = await podLoad(api, cluster, namespace, podsPerNode, (i) => benchPod(`go-${i}`, namespace, { nodeName: node, taint }), go.pid, idle.cores, counts, () => go.logTail(10));
     log(`Go kubelet: ${podsPerNode} pods Running in ${load.seconds.toFixed(1)} s, CPU per pod start ${((load.agentCpuSeconds / podsPerNode) * 1000).toFixed(1)} ms; CRI calls ${JSON.stringify(Object.fromEntries(relay.calls))}`);
     const run = { readySeconds, idle, load, runtimeRssMiB: mib(runtime.resources().rssBytes) };
@@ -367,18 +430,25 @@ async function benchFleet(api: AdminApi, cluster: ClusterEnv, nodes: number): Pr
     await Promise.race([waitFor(`fleet: ${nodes} nodes started`, async () => /fleet: \d+ nodes started/.test(fleet.output()), 120_000 + nodes * 500, () => fleet.logTail(), 100), exited]);
     const startedSeconds = (performance.now() - started) / 1000;
     let seen = { total: 0, ready: 0 };
-    await waitFor(`${nodes} fleet nodes Ready`, async () => (seen = await readyNodes(api, selector)).ready === nodes, 120_000 + nodes * 500, () => `${seen.ready} of ${nodes} Ready (${seen.total} registered)\n${fleet.logTail()}`, 500);
+    await waitFor(`${nodes} fleet nodes Ready`, async () => (seen = await readyNodes(api, selector)).ready === nodes, 120_000 + nodes * 500, () => `${seen.ready} of ${nodes} Ready (${seen.total} registered)\n${fleet.logTail()}`, 250);
     const readySeconds = (performance.now() - started) / 1000;
     log(`fleet ${nodes}: started in ${startedSeconds.toFixed(1)} s, all Ready in ${readySeconds.toFixed(1)} s; settling ${settleSeconds} s, idle window ${idleSeconds} s`);
     await sleep(settleSeconds * 1000);
     const idle = await idleWindow(api, cluster, fleet.pid, fleetClientCounts());
     log(`fleet ${nodes} idle: RSS ${idle.rssMiB.toFixed(1)} MiB, ${(idle.cores * 1000).toFixed(1)} mcores, ${((idle.clientPerMinute ?? Number.NaN) / nodes).toFixed(1)} API requests/node/min`);
     await freshNamespace(api, namespace);
+    // The 1-node figures compare with the Go kubelet's, warmed up as it is; a larger fleet's many pods amortize it.
+    if (nodes === 1) await warmUp(api, namespace, podsPerNode, (i) => benchPod(`warm-${i}`, namespace, { nodeSelector: { [BENCH_LABEL]: 'fleet' }, taint }), () => fleet.logTail(10));
     const count = nodes * podsPerNode;
     const load = await podLoad(api, cluster, namespace, count, (i) => benchPod(`p-${i}`, namespace, { nodeSelector: { [BENCH_LABEL]: 'fleet' }, taint }), fleet.pid, idle.cores, fleetClientCounts(), () => fleet.logTail(10));
     log(`fleet ${nodes}: ${count} pods Running in ${load.seconds.toFixed(1)} s, RSS ${load.rssMiB.toFixed(0)} MiB, scheduled -> Running p99 ${(percentile(load.scheduledToRunning, 99) / 1000).toFixed(2)} s`);
+    let latency: LatencyPhase | undefined;
+    if (nodes > 1 && latencyPods > 0) {
+      latency = await latencyPhase(api, cluster, namespace, (i) => benchPod(`lat-${i}`, namespace, { nodeSelector: { [BENCH_LABEL]: 'fleet' }, taint }), () => fleet.logTail(10));
+      log(`fleet ${nodes}: ${latencyPods} latency pods at ${latencyQps}/s, created -> Running p50 ${(percentile(latency.createdToRunning, 50) / 1000).toFixed(2)} s, p99 ${(percentile(latency.createdToRunning, 99) / 1000).toFixed(2)} s`);
+    }
     ok = true;
-    return { nodes, startedSeconds, readySeconds, idle, load };
+    return { nodes, startedSeconds, readySeconds, idle, load, latency };
   } finally {
     await fleet.stop();
     await cleanUp(api, namespace, selector);
@@ -457,6 +527,7 @@ const scaleRows: Array<[string, (r: FleetRun) => string]> = [
   ['pods per second, scheduled -> Running', (r) => fmt(r.load.pods / r.load.spanSeconds)],
   ['scheduled -> Running p50 / p99 (s)', (r) => `${fmt(percentile(r.load.scheduledToRunning, 50) / 1000, 2)}/${fmt(percentile(r.load.scheduledToRunning, 99) / 1000, 2)}`],
   ['created -> Running p50 / p99 (s)', (r) => `${fmt(percentile(r.load.createdToRunning, 50) / 1000, 2)}/${fmt(percentile(r.load.createdToRunning, 99) / 1000, 2)}`],
+  [`then ${latencyPods} pods at ${latencyQps}/s: created -> Running p50 / p99 (s)`, (r) => (r.latency ? `${fmt(percentile(r.latency.createdToRunning, 50) / 1000, 2)}/${fmt(percentile(r.latency.createdToRunning, 99) / 1000, 2)}` : '-')],
   ['API requests/node/min idle (the fleet\'s own)', (r) => fmt(clientPerNode(r, r.nodes))],
   ['  Go kubelet, one node', () => fmt(go && clientPerNode(go, 1))],
   ['API requests/min idle, all clients (API server)', (r) => fmt(r.idle.apiserverPerMinute, 0)],
@@ -480,6 +551,8 @@ if (busiest) {
       .join(', ');
   console.log(`idle API requests/node/min at ${busiest.nodes} nodes, the fleet's: ${byKey(busiest.idle.clientByKeyPerMinute, busiest.nodes)}`);
   if (go) console.log(`  the Go kubelet's, by method: ${byKey(go.idle.clientByKeyPerMinute, 1)}`);
+  console.log(`API requests per pod start at ${busiest.nodes} nodes, the fleet's: ${byKey(busiest.load.clientByKey, busiest.load.pods)}`);
+  if (go) console.log(`  the Go kubelet's, by method: ${byKey(go.load.clientByKey, go.load.pods)}`);
 }
 console.log(`before the runs (no bench node): ${fmt(background.perMinute, 0)} API requests/min from other clients, kube-apiserver ${fmt(background.apiserverCores * 1000, 0)} mcores, etcd ${fmt(background.etcdCores * 1000, 0)} mcores`);
 
@@ -491,8 +564,9 @@ console.log(
     : '  1,000 nodes and 10,000 pods within 4 GiB: not run (FLEET_BENCH_SIZES=...,1000)',
 );
 const hundred = runs.find((r) => r.nodes === 100);
+const sloP99 = hundred?.latency && percentile(hundred.latency.createdToRunning, 99);
 console.log(
-  hundred
-    ? `  pod start p99 at 100 nodes: created -> Running ${fmt(percentile(hundred.load.createdToRunning, 99) / 1000, 2)} s, scheduled -> Running ${fmt(percentile(hundred.load.scheduledToRunning, 99) / 1000, 2)} s (SLO 5 s): ${percentile(hundred.load.createdToRunning, 99) <= 5000 ? 'met' : 'NOT met'}`
+  hundred && sloP99 !== undefined
+    ? `  pod start p99 at 100 nodes (${latencyPods} pods at ${latencyQps}/s after the ${hundred.load.pods}): created -> Running ${fmt(sloP99 / 1000, 2)} s (SLO 5 s): ${sloP99 <= 5000 ? 'met' : 'NOT met'}; all ${hundred.load.pods} at once: p99 ${fmt(percentile(hundred.load.createdToRunning, 99) / 1000, 2)} s`
     : '  pod start p99 at 100 nodes vs the 5 s SLO: not run (FLEET_BENCH_SIZES=100,...)',
 );

@@ -107,21 +107,22 @@ export class AdminApi {
     return this.token;
   }
 
-  async call(method: string, path: string, body?: unknown, base = this.url, insecure = false): Promise<ApiResponse> {
+  async call(method: string, path: string, body?: unknown, options: { base?: string; insecure?: boolean; accept?: string; timeoutMs?: number } = {}): Promise<ApiResponse> {
+    const { base = this.url, insecure = false, accept = 'application/json', timeoutMs = 60_000 } = options;
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { Accept: 'application/json', Authorization: `Bearer ${this.token}` };
+    const headers: Record<string, string> = { Accept: accept, Authorization: `Bearer ${this.token}` };
     if (payload !== undefined) {
       headers['Content-Type'] = 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     const url = new URL(path, base);
     return new Promise((resolve, reject) => {
-      const req = request(url, { method, headers, agent: insecure ? undefined : this.agent, rejectUnauthorized: !insecure, timeout: 60_000 }, (res) => {
+      const req = request(url, { method, headers, agent: insecure ? undefined : this.agent, rejectUnauthorized: !insecure, timeout: timeoutMs }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
       });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within 60 s`)));
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)));
       req.on('error', reject);
       req.end(payload);
     });
@@ -135,7 +136,7 @@ export class AdminApi {
 
   /** GETs `path` of an HTTPS server with a self-signed certificate (a kubelet's), with the admin token. */
   async insecureGet(base: string, path: string): Promise<ApiResponse> {
-    return this.call('GET', path, undefined, base, true);
+    return this.call('GET', path, undefined, { base, insecure: true });
   }
 
   destroy(): void {
@@ -309,13 +310,23 @@ export class PodTimeline {
     return count;
   }
 
-  /** Scheduled -> Running and created -> Running latencies (ms) of the pods seen Running; first scheduled, last Running. */
-  summary(): { scheduledToRunning: number[]; createdToRunning: number[]; firstScheduled: number; lastRunning: number } {
+  runningCountOf(prefix: string): number {
+    let count = 0;
+    for (const [name, times] of this.pods) if (name.startsWith(prefix) && times.running !== undefined) count++;
+    return count;
+  }
+
+  /**
+   * Scheduled -> Running and created -> Running latencies (ms) of the pods (whose name starts with `prefix`) seen
+   * Running; first scheduled, last Running.
+   */
+  summary(prefix = ''): { scheduledToRunning: number[]; createdToRunning: number[]; firstScheduled: number; lastRunning: number } {
     const scheduledToRunning: number[] = [];
     const createdToRunning: number[] = [];
     let firstScheduled = Number.POSITIVE_INFINITY;
     let lastRunning = 0;
-    for (const times of this.pods.values()) {
+    for (const [name, times] of this.pods) {
+      if (!name.startsWith(prefix)) continue;
       if (times.scheduled !== undefined) firstScheduled = Math.min(firstScheduled, times.scheduled);
       if (times.running === undefined) continue;
       lastRunning = Math.max(lastRunning, times.running);
@@ -331,10 +342,19 @@ export class PodTimeline {
   }
 }
 
-/** Nodes with `label` and how many of them are Ready. */
-export async function readyNodes(api: AdminApi, labelSelector: string): Promise<{ total: number; ready: number }> {
-  const list = await api.json('GET', `/api/v1/nodes?labelSelector=${encodeURIComponent(labelSelector)}`);
-  const items: any[] = list.items ?? [];
-  const ready = items.filter((node) => (node.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True')).length;
-  return { total: items.length, ready };
+/**
+ * Nodes with `label` and how many of them are Ready, from the API server's Table of nodes (kubectl's STATUS column,
+ * without the objects: a poll of 1,000 nodes stays small).
+ */
+export async function readyNodes(api: AdminApi, labelSelector: string): Promise<{ total: number; ready: number; names: string[] }> {
+  const res = await api.call('GET', `/api/v1/nodes?includeObject=None&labelSelector=${encodeURIComponent(labelSelector)}`, undefined, {
+    accept: 'application/json;as=Table;v=v1;g=meta.k8s.io',
+  });
+  if (res.status !== 200) throw new Error(`listing nodes: ${res.status} ${res.text.slice(0, 200)}`);
+  const table = JSON.parse(res.text) as { columnDefinitions: Array<{ name: string }>; rows?: Array<{ cells: unknown[] }> };
+  const status = table.columnDefinitions.findIndex((column) => column.name === 'Status');
+  const name = table.columnDefinitions.findIndex((column) => column.name === 'Name');
+  const rows = table.rows ?? [];
+  const ready = rows.filter((row) => String(row.cells[status]).split(',').includes('Ready')).length;
+  return { total: rows.length, ready, names: rows.map((row) => String(row.cells[name])) };
 }
