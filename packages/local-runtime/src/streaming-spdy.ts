@@ -168,9 +168,11 @@ export class SpdyStream {
   readonly input = new PassThrough();
   private localClosed = false;
   private remoteClosed = false;
-  /** Resolves when the peer's SYN_REPLY arrives (streams this side opened). */
-  replied: Promise<void>;
+  /** @internal Resolves when the peer's SYN_REPLY arrives (streams this side opened). */
+  readonly replied: Promise<void>;
+  /** @internal */
   resolveReply!: () => void;
+  /** @internal */
   rejectReply!: (error: Error) => void;
 
   constructor(
