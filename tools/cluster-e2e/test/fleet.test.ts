@@ -263,7 +263,9 @@ await t.test('a Deployment of 40 replicas spreads over the fleet, Running and Re
   t.ok(pods.every((p) => std.has(p.spec.nodeName)), 'every pod on a std node of this fleet');
   t.ok(used.size >= 10, `the scheduler spread them over ${used.size} nodes (>= 10)`);
   t.ok(pods.every((p) => p.status.podIP), 'every pod has an IP');
-  t.equal(new Set(pods.map((p) => p.status.podIP)).size, 40, 'distinct pod IPs');
+  const ips = [...new Set(pods.map((p) => p.status.podIP as string))];
+  t.equal(ips.length, 40, `a pod IP of its own for every pod (${ips.length} distinct: ${ips.slice(0, 3).join(', ')}...)`);
+  t.ok(ips.every((ip) => !ip.startsWith('127.')), 'pod IPs outside the loopback range (an Endpoints address may not be in it)');
   const status = await waitFor('the Deployment reports 40 ready replicas', async () => {
     const d = await kubectl.json(['get', 'deployment', '-n', NS, 'spread']);
     return d.status?.readyReplicas === 40 && d.status;
@@ -293,17 +295,26 @@ await t.test('a container exiting 1 goes into CrashLoopBackOff: restarts grow, k
     return items.length > 0 && items;
   });
   t.match(backOff[0].message, /Back-off restarting failed container/, 'its message');
-  t.equal(backOff[0].type, 'Warning');
+  t.equal(backOff[0].type, 'Warning', 'a Warning');
 });
 
 await t.test('readiness gates Endpoints: the ready pod in addresses, the failing one in notReadyAddresses', async (t) => {
+  // On failure: the Endpoints as last seen, and why the endpoints controller could not write them.
+  const describe = async () => {
+    const e = await kubectl.getOrUndefined(['endpoints', '-n', NS, 'gate']).catch(() => undefined);
+    const failed = await events('gate', 'FailedToUpdateEndpoint').catch(() => []);
+    const created = await events('gate', 'FailedToCreateEndpoint').catch(() => []);
+    return `endpoints: ${JSON.stringify(e?.subsets)}; ${[...failed, ...created].map((x) => x.message).slice(-1).join('')}`;
+  };
+  let seen = '';
   const endpoints = await waitFor('the Endpoints split', async () => {
+    seen = await describe();
     const e = await kubectl.getOrUndefined(['endpoints', '-n', NS, 'gate']);
     const subset = e?.subsets?.[0];
     const ready = (subset?.addresses ?? []).map((a: Json) => a.targetRef?.name);
     const notReady = (subset?.notReadyAddresses ?? []).map((a: Json) => a.targetRef?.name);
     return ready.length === 1 && ready[0] === 'gate-ready' && notReady.length === 1 && notReady[0] === 'gate-unready' && subset;
-  }, 60_000, fleetLog);
+  }, 60_000, () => seen);
   const ready = await getPod('gate-ready');
   const unready = await getPod('gate-unready');
   t.equal(endpoints.addresses[0].ip, ready?.status?.podIP, 'the ready pod\'s IP in addresses');
@@ -354,8 +365,8 @@ await t.test('a killed node goes NotReady, its pods are evicted after their tole
     const ready = condition(await kubectl.getOrUndefined(['node', target]), 'Ready');
     return ready?.status === 'Unknown' && ready;
   }, 60_000, fleetLog);
-  t.equal(notReady.reason, 'NodeStatusUnknown');
-  t.equal(notReady.message, 'Kubelet stopped posting node status.');
+  t.equal(notReady.reason, 'NodeStatusUnknown', 'Ready=Unknown, reason NodeStatusUnknown');
+  t.equal(notReady.message, 'Kubelet stopped posting node status.', 'the controller\'s message');
   t.comment(`NotReady ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
 
   const uids = new Set(victims.map((p) => p.metadata.uid as string));
@@ -405,10 +416,10 @@ await t.test('simulated memory use over --eviction-hard evicts the pod and the n
     const items = await events('hog', 'Evicted');
     return items.length > 0 && items[0];
   });
-  t.equal(event.type, 'Warning');
+  t.equal(event.type, 'Warning', 'an Evicted Warning event');
   const pressure = await waitFor('MemoryPressure=True', async () => {
     const c = condition(await kubectl.getOrUndefined(['node', small]), 'MemoryPressure');
     return c?.status === 'True' && c;
   }, 30_000, fleetLog);
-  t.equal(pressure.reason, 'KubeletHasInsufficientMemory');
+  t.equal(pressure.reason, 'KubeletHasInsufficientMemory', 'MemoryPressure=True, reason KubeletHasInsufficientMemory');
 });
