@@ -1,5 +1,6 @@
 // The kubelet's server as the binary wires it, over real TLS, with the embedded local runtime: static pods' logs,
-// stats and metrics through the secure port, the read-only port, and exec through the local runtime's streaming server.
+// stats and metrics through the secure port, the read-only port, and exec and port-forward through the local runtime's
+// streaming server.
 import 'reflect-metadata';
 import t from 'tap';
 import { container } from 'tsyringe';
@@ -7,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:tls';
+import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { noopLogger, pollUntil } from '@kubelet-ts/core';
@@ -102,7 +104,7 @@ t.test('logs, pods, stats and metrics of a static pod on the local runtime', asy
   t.match((await get('/healthz/syncloop')).body, 'ok');
 });
 
-t.test("exec through the kubelet's server reaches the local runtime's streaming server", async (t) => {
+t.test("exec and port-forward through the kubelet's server reach the local runtime's streaming server", async (t) => {
   const command = ['sh', '-c', 'echo hi; cat; echo oops >&2; exit 5'].map((c) => `command=${encodeURIComponent(c)}`).join('&');
   const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false });
   const up = await upgradeToSpdy(socket, { path: `/exec/default/talker-server-node/app?${command}&input=1&output=1&error=1`, host: `127.0.0.1:${port}` });
@@ -118,17 +120,31 @@ t.test("exec through the kubelet's server reaches the local runtime's streaming 
   });
   t.same(await remoteCommandSession(again.spdy!, { stderr: false }), { stdout: '', stderr: '', error: '{"metadata":{},"status":"Success"}' });
 
-  const forward = await new Promise<string>((resolve, reject) => {
-    const raw = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => {
-      raw.write('POST /portForward/default/talker-server-node HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n');
-    });
-    let text = '';
-    raw.on('data', (chunk) => (text += chunk));
-    raw.on('end', () => resolve(text));
-    raw.on('error', reject);
+  // Port-forward: the pod shares the host's network, so a listener on 127.0.0.1 is "in the pod".
+  const echo = createNetServer((conn) => conn.pipe(conn));
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => echo.close());
+  const echoPort = (echo.address() as { port: number }).port;
+  const pf = await upgradeToSpdy(connect({ host: '127.0.0.1', port, rejectUnauthorized: false }), {
+    path: '/portForward/default/talker-server-node',
+    host: `127.0.0.1:${port}`,
+    protocols: ['portforward.k8s.io'],
   });
-  t.match(forward, /^HTTP\/1.1 500/);
-  t.match(forward, /PortForward is not implemented by the local runtime/, 'port-forward stays refused, clearly');
+  t.equal(pf.status, 101, 'port-forward upgraded through the kubelet');
+  const headers = { port: [String(echoPort)], requestid: ['0'] };
+  const errorStream = await pf.spdy!.createStream({ streamtype: ['error'], ...headers });
+  await errorStream.end();
+  const dataStream = await pf.spdy!.createStream({ streamtype: ['data'], ...headers });
+  await dataStream.write('forwarded\n');
+  await dataStream.end();
+  const read = (stream: typeof dataStream) =>
+    new Promise<string>((resolve) => {
+      let text = '';
+      stream.input.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      stream.input.once('end', () => resolve(text));
+    });
+  t.same(await Promise.all([read(dataStream), read(errorStream)]), ['forwarded\n', ''], 'echoed by the listener in the pod');
+  await pf.spdy!.close();
   const run = await new Promise<{ status: number; body: string }>((resolve, reject) => {
     httpsRequest({ host: '127.0.0.1', port, path: '/run/default/talker-server-node/app?cmd=echo%20ran', method: 'POST', rejectUnauthorized: false }, (res) => {
       let body = '';

@@ -35,7 +35,7 @@ import { ContainerLogWriter, LineSplitter } from './log-writer.js';
 import { HostProcess, execCommand, processStartTime, signalGroup } from './process.js';
 import { readGroupUsage, type GroupUsage } from './procfs.js';
 import { StateFile } from './state-file.js';
-import type { StreamingIO, StreamingServer } from './streaming.js';
+import type { PortForwardStream, StreamingIO, StreamingServer } from './streaming.js';
 import { runProcessExec } from './streaming-process.js';
 import { runSimulatedCommand } from './streaming-simulated.js';
 import { LOCAL_RUNTIME_NAME, LOCAL_RUNTIME_VERSION } from './version.js';
@@ -1000,7 +1000,11 @@ export class LocalRuntime {
       const starting = (async () => {
         const { StreamingServer } = await import('./streaming.js');
         const server = new StreamingServer({
-          runtime: { exec: (id, cmd, io) => this.streamExec(id, cmd, io), attach: (id, io) => this.streamAttach(id, io) },
+          runtime: {
+            exec: (id, cmd, io) => this.streamExec(id, cmd, io),
+            attach: (id, io) => this.streamAttach(id, io),
+            portForward: (id, port, stream) => this.streamPortForward(id, port, stream),
+          },
           clock: this.clock,
           logger: this.logger,
         });
@@ -1033,6 +1037,46 @@ export class LocalRuntime {
   private async attach(request: api.AttachRequest): Promise<api.AttachResponseInit> {
     this.runningContainer(request.containerId, 'attach to');
     return { url: (await this.streamingServer()).getAttach(request) };
+  }
+
+  private async portForward(request: api.PortForwardRequest): Promise<api.PortForwardResponseInit> {
+    const sandbox = this.getSandbox(request.podSandboxId);
+    if (sandbox.state !== 'SANDBOX_READY') throw failedPrecondition(`sandbox ${JSON.stringify(sandbox.id)} is not running`);
+    return { url: (await this.streamingServer()).getPortForward(request) };
+  }
+
+  /**
+   * One forwarded connection. Process mode: pods share the host's network, so it is a TCP connection to
+   * 127.0.0.1:<port>, copied both ways until the pod's side closes. Simulated mode: nothing listens (refused).
+   */
+  private streamPortForward(podSandboxId: string, port: number, stream: PortForwardStream): Promise<void> {
+    const sandbox = this.sandboxes.get(podSandboxId);
+    if (!sandbox || sandbox.state !== 'SANDBOX_READY') throw new Error(`sandbox ${JSON.stringify(podSandboxId)} is not running`);
+    const refused = (reason: string): Error =>
+      new Error(`failed to connect to localhost:${port} inside namespace ${JSON.stringify(podSandboxId)}: ${reason}`);
+    if (this.mode === 'simulated') return Promise.reject(refused('connection refused: a simulated pod has no processes listening'));
+    return new Promise<void>((resolvePromise, reject) => {
+      const socket = connect({ host: '127.0.0.1', port });
+      let connected = false;
+      const onAbort = (): void => {
+        socket.destroy();
+      };
+      stream.signal.addEventListener('abort', onAbort, { once: true });
+      socket.once('connect', () => {
+        connected = true;
+        stream.input.pipe(socket);
+      });
+      socket.on('data', (chunk: Buffer) => stream.write(chunk));
+      socket.once('error', (error: NodeJS.ErrnoException) => {
+        if (!connected) reject(refused(`dial tcp4 127.0.0.1:${port}: connect: ${error.code === 'ECONNREFUSED' ? 'connection refused' : error.message}`));
+      });
+      socket.once('close', () => {
+        stream.signal.removeEventListener('abort', onAbort);
+        stream.input.unpipe(socket);
+        stream.input.resume();
+        resolvePromise();
+      });
+    });
   }
 
   /** A streaming exec session: the command runs now (simulated: the README's tiny interpreter). */
@@ -1445,15 +1489,6 @@ export class LocalRuntime {
     };
   }
 
-  private unimplemented(rpc: string): grpc.handleUnaryCall<unknown, unknown> {
-    return this.unary(rpc, () => {
-      throw new RuntimeError(
-        'Unimplemented',
-        `${rpc} is not implemented by the local runtime: its streaming server serves exec and attach only`,
-      );
-    });
-  }
-
   private runtimeHandlers(): grpc.UntypedServiceImplementation {
     return {
       Version: this.unary('Version', () => this.version()),
@@ -1475,7 +1510,7 @@ export class LocalRuntime {
       ExecSync: this.unary('ExecSync', (r: api.ExecSyncRequest) => this.execSync(r)),
       Exec: this.unary('Exec', (r: api.ExecRequest) => this.exec(r)),
       Attach: this.unary('Attach', (r: api.AttachRequest) => this.attach(r)),
-      PortForward: this.unimplemented('PortForward'),
+      PortForward: this.unary('PortForward', (r: api.PortForwardRequest) => this.portForward(r)),
       ContainerStats: this.unary('ContainerStats', (r: api.ContainerStatsRequest) => this.containerStatsResponse(r)),
       ListContainerStats: this.unary('ListContainerStats', (r: api.ListContainerStatsRequest) => this.listContainerStats(r)),
       PodSandboxStats: this.unary('PodSandboxStats', (r: api.PodSandboxStatsRequest) => this.podSandboxStatsResponse(r)),

@@ -28,6 +28,17 @@ export const StreamProtocolV3 = 'v3.channel.k8s.io';
 export const StreamProtocolV2 = 'v2.channel.k8s.io';
 /** The remotecommand protocols served, in the server's order. */
 export const SUPPORTED_STREAM_PROTOCOLS = [StreamProtocolV4, StreamProtocolV3, StreamProtocolV2];
+/** The port-forward protocol (Go: portforward.ProtocolV1Name). */
+export const PortForwardProtocolV1 = 'portforward.k8s.io';
+
+/** One forwarded connection's data stream, as the runtime sees it. */
+export interface PortForwardStream {
+  /** What the client sends (ends when the client closes its side). */
+  input: Readable;
+  write(data: Buffer): void;
+  /** Aborted when the client goes away or the server stops. */
+  signal: AbortSignal;
+}
 
 /** The streams of one exec or attach session, as the runtime sees them. */
 export interface StreamingIO {
@@ -51,6 +62,11 @@ export interface StreamingRuntime {
   exec(containerId: string, cmd: string[], io: StreamingIO): Promise<number>;
   /** Streams the container's output until it exits or the client goes away. */
   attach(containerId: string, io: StreamingIO): Promise<void>;
+  /**
+   * Forwards one connection to `port` of the sandbox until the pod's side closes it; a rejection's message is
+   * written to the client's error stream.
+   */
+  portForward(podSandboxId: string, port: number, stream: PortForwardStream): Promise<void>;
 }
 
 export interface StreamingServerOptions {
@@ -64,7 +80,10 @@ export interface StreamingServerOptions {
   port?: number;
 }
 
-type CachedRequest = { kind: 'exec'; request: api.ExecRequest } | { kind: 'attach'; request: api.AttachRequest };
+type CachedRequest =
+  | { kind: 'exec'; request: api.ExecRequest }
+  | { kind: 'attach'; request: api.AttachRequest }
+  | { kind: 'portforward'; request: api.PortForwardRequest };
 
 interface CacheEntry {
   value: CachedRequest;
@@ -203,6 +222,12 @@ export class StreamingServer {
     return `${this.base}/attach/${this.insert({ kind: 'attach', request })}`;
   }
 
+  /** Go's server.GetPortForward. */
+  getPortForward(request: api.PortForwardRequest): string {
+    if (!request.podSandboxId) throw invalidArgument('missing required pod_sandbox_id');
+    return `${this.base}/portforward/${this.insert({ kind: 'portforward', request })}`;
+  }
+
   /** Closes the server and every connection; running sessions are aborted. Idempotent. */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -260,7 +285,7 @@ export class StreamingServer {
     let status = 400;
     let message = `unable to upgrade: missing upgrade headers in request: ${JSON.stringify(request.headers)}`;
     const headers: Record<string, string | string[]> = { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' };
-    const answer = 'status' in routed ? routed : this.handshake(request);
+    const answer = 'status' in routed ? routed : this.handshake(request, routed.value.kind);
     if ('status' in answer) {
       status = answer.status;
       message = answer.message;
@@ -274,15 +299,19 @@ export class StreamingServer {
   }
 
   /** Go's httpstream.Handshake: the first protocol the client offers that the server accepts. */
-  private handshake(request: IncomingMessage): { protocol: string } | { status: number; message: string; headers?: Record<string, string[]> } {
+  private handshake(
+    request: IncomingMessage,
+    kind: CachedRequest['kind'],
+  ): { protocol: string } | { status: number; message: string; headers?: Record<string, string[]> } {
+    const supported = kind === 'portforward' ? [PortForwardProtocolV1] : SUPPORTED_STREAM_PROTOCOLS;
     const offered = headerValues(request, 'x-stream-protocol-version');
     if (offered.length === 0) return { status: 400, message: 'unable to upgrade: X-Stream-Protocol-Version is required' };
-    const protocol = offered.find((p) => SUPPORTED_STREAM_PROTOCOLS.includes(p));
+    const protocol = offered.find((p) => supported.includes(p));
     if (!protocol) {
       return {
         status: 403,
-        message: `unable to upgrade: unable to negotiate protocol: client supports [${offered.join(' ')}], server accepts [${SUPPORTED_STREAM_PROTOCOLS.join(' ')}]`,
-        headers: { 'X-Accepted-Stream-Protocol-Versions': SUPPORTED_STREAM_PROTOCOLS },
+        message: `unable to upgrade: unable to negotiate protocol: client supports [${offered.join(' ')}], server accepts [${supported.join(' ')}]`,
+        headers: { 'X-Accepted-Stream-Protocol-Versions': supported },
       };
     }
     return { protocol };
@@ -300,7 +329,7 @@ export class StreamingServer {
       writeHttpError(socket, 400, 'unable to upgrade: the local runtime streams over SPDY/3.1 only, not WebSocket');
       return;
     }
-    const shaken = this.handshake(request);
+    const shaken = this.handshake(request, routed.value.kind);
     if ('status' in shaken) {
       const extra = Object.entries(shaken.headers ?? {}).flatMap(([name, values]) => values.map((value) => `${name}: ${value}`));
       writeHttpError(socket, shaken.status, shaken.message, extra);
@@ -315,11 +344,77 @@ export class StreamingServer {
       ['HTTP/1.1 101 Switching Protocols', 'Connection: Upgrade', 'Upgrade: SPDY/3.1', `X-Stream-Protocol-Version: ${shaken.protocol}`, '', ''].join('\r\n'),
     );
     const spdy = new SpdyConnection(socket, 'server', head);
-    void this.serve(spdy, shaken.protocol, routed.value);
+    const cached = routed.value;
+    if (cached.kind === 'portforward') void this.servePortForward(spdy, cached.request);
+    else void this.serve(spdy, shaken.protocol, cached);
+  }
+
+  /**
+   * A port-forward connection (Go: portforward.handleHTTPStreams): the client opens an error and a data stream per
+   * forwarded connection (headers `streamType`, `port`, `requestID`); each complete pair is forwarded by the runtime,
+   * then both streams are closed, with the failure's message on the error stream. The connection lasts until the
+   * client closes it.
+   */
+  private async servePortForward(spdy: SpdyConnection, request: api.PortForwardRequest): Promise<void> {
+    const controller = new AbortController();
+    this.sessions.add(controller);
+    spdy.once('close', () => controller.abort());
+    controller.signal.addEventListener('abort', () => spdy.destroy(), { once: true });
+    const pairs = new Map<string, { error?: SpdyStream; data?: SpdyStream; timer: TimerHandle }>();
+    spdy.on('stream', (stream) => {
+      const portHeader = stream.header('port') ?? '';
+      const type = stream.header('streamtype') ?? '';
+      const port = /^\d+$/.test(portHeader) ? Number(portHeader) : NaN;
+      if (!(port >= 1 && port <= 65535) || (type !== 'error' && type !== 'data')) {
+        // Go's httpStreamReceived refuses the stream: it is reset.
+        this.options.logger.v(2).info('Port-forward stream refused', { port: portHeader, streamType: type });
+        stream.reset();
+        return;
+      }
+      // Clients older than the requestID header: the error stream's id, the data stream's id - 2.
+      const requestId = stream.header('requestid') ?? String(type === 'error' ? stream.id : stream.id - 2);
+      let pair = pairs.get(requestId);
+      if (!pair) {
+        const created: { error?: SpdyStream; data?: SpdyStream; timer: TimerHandle } = {
+          timer: this.options.clock.setTimeout(() => {
+            pairs.delete(requestId);
+            void created.error?.write(`(conn=${spdy.role}, request=${requestId}) timed out waiting for streams`);
+            void created.error?.end();
+            void created.data?.end();
+          }, STREAM_CREATION_TIMEOUT_MS),
+        };
+        pair = created;
+        pairs.set(requestId, pair);
+      }
+      if (pair[type]) {
+        this.options.logger.v(2).info('Port-forward stream already assigned', { requestID: requestId, streamType: type });
+        stream.reset();
+        return;
+      }
+      pair[type] = stream;
+      void stream.reply();
+      if (!pair.error || !pair.data) return;
+      pair.timer.cancel();
+      pairs.delete(requestId);
+      void this.forward(request.podSandboxId, port, pair.error, pair.data, controller.signal);
+    });
+    await spdy.closed;
+    for (const pair of pairs.values()) pair.timer.cancel();
+    this.sessions.delete(controller);
+  }
+
+  private async forward(podSandboxId: string, port: number, error: SpdyStream, data: SpdyStream, signal: AbortSignal): Promise<void> {
+    error.input.resume();
+    try {
+      await this.options.runtime.portForward(podSandboxId, port, { input: data.input, write: (chunk) => void data.write(chunk), signal });
+    } catch (failure) {
+      await error.write(`error forwarding port ${port} to pod ${podSandboxId}, uid : ${(failure as Error).message}`);
+    }
+    await Promise.all([data.end(), error.end()]);
   }
 
   /** One remotecommand session: waits for the client's streams, runs the command, writes the status, closes. */
-  private async serve(spdy: SpdyConnection, protocol: string, cached: CachedRequest): Promise<void> {
+  private async serve(spdy: SpdyConnection, protocol: string, cached: Exclude<CachedRequest, { kind: 'portforward' }>): Promise<void> {
     const { request } = cached;
     const controller = new AbortController();
     this.sessions.add(controller);

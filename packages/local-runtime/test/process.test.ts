@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { parseCriLogLine, UnimplementedError } from '@kubelet-ts/cri-client';
+import { parseCriLogLine } from '@kubelet-ts/cri-client';
 import { LOCAL_RUNTIME_VERSION } from '../src/index.js';
 import { liveGroupMembers } from '../src/procfs.js';
 import { isAlive, runContainer, startRuntime, waitExited, waitFor } from './helpers.js';
@@ -192,13 +192,6 @@ t.test('reopen container log and update resources', async (t) => {
   }, 5000, 'second line in the new file');
   t.same(readLog(status!.logPath).map((r) => r.text), ['two']);
   t.same(readLog(`${status!.logPath}.1`).map((r) => r.text), ['one']);
-});
-
-t.test('port-forward is unimplemented with a clear message (exec and attach: streaming.test.ts)', async (t) => {
-  const h = await startRuntime(t);
-  const error = await h.rs.portForward({ podSandboxId: 'x', port: [80] }).catch((e: unknown) => e);
-  t.type(error, UnimplementedError);
-  t.match((error as Error).message, /PortForward is not implemented by the local runtime: its streaming server serves exec and attach only/);
 });
 
 t.test('stop() kills every process it started, even ones ignoring SIGTERM', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { CriError } from '@kubelet-ts/cri-client';
 import { FakeClock } from '@kubelet-ts/core/testing';
 import { containerConfig, isAlive, runContainer, sandboxConfig, startRuntime, waitFor, type Harness } from './helpers.js';
@@ -175,7 +175,7 @@ t.test('Exec and Attach requests are validated as Go and containerd do', async (
   t.match(none.message, 'one of stdin, stdout, or stderr must be set');
   t.equal((await refused(() => h.rs.exec({ containerId, cmd: [], stdout: true }))).code, 'InvalidArgument');
   t.equal((await refused(() => h.rs.exec({ containerId: 'nope', cmd: ['true'], stdout: true }))).code, 'NotFound');
-  t.equal((await refused(() => h.rs.portForward({ podSandboxId: sandboxId, port: [80] }))).code, 'Unimplemented');
+  t.equal((await refused(() => h.rs.portForward({ podSandboxId: '', port: [80] }))).code, 'NotFound');
 });
 
 t.test('process mode: attach streams the running container output until it stops', async (t) => {
@@ -277,5 +277,66 @@ t.test('after the status the server neither sends GOAWAY nor closes: the client 
   await spdy!.ping();
   t.ok(spdy!.isOpen, 'the connection is still open: the server answered a ping after the status');
   t.notOk(goaway, 'no GOAWAY');
+  await spdy!.close();
+});
+
+t.test('port-forward: pairs of error and data streams on one connection, to 127.0.0.1:<port> in process mode', async (t) => {
+  const h = await startRuntime(t, { mode: 'process' });
+  const echo = createServer((socket) => socket.pipe(socket));
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => echo.close());
+  const port = (echo.address() as AddressInfo).port;
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const closedPort = (closed.address() as AddressInfo).port;
+  await new Promise((resolve) => closed.close(resolve));
+
+  const sandbox = sandboxConfig('forwarded');
+  const sandboxId = await h.rs.runPodSandbox(sandbox);
+  const { url } = await h.rs.portForward({ podSandboxId: sandboxId, port: [port] });
+  t.match(url, /^http:\/\/127\.0\.0\.1:\d+\/portforward\/[A-Za-z0-9_-]{8}$/);
+  const wrong = await upgrade(url);
+  t.equal(wrong.status, 403, 'remotecommand protocols are not port-forward');
+  t.match(wrong.body, 'server accepts [portforward.k8s.io]');
+  const fresh = await h.rs.portForward({ podSandboxId: sandboxId, port: [port] });
+  const up = await upgrade(fresh.url, { protocols: ['portforward.k8s.io'] });
+  t.equal(up.status, 101);
+  const spdy = up.spdy!;
+
+  // As kubectl: the error stream (closed at once on the client's side), then the data stream.
+  const forward = async (to: number, requestId: string, payload: string) => {
+    const headers = { port: [String(to)], requestid: [requestId] };
+    const error = await spdy.createStream({ streamtype: ['error'], ...headers });
+    await error.end();
+    const data = await spdy.createStream({ streamtype: ['data'], ...headers });
+    await data.write(payload);
+    await data.end();
+    return Promise.all([readAll(data), readAll(error)]);
+  };
+  t.same(await forward(port, '0', 'ping\n'), ['ping\n', ''], 'echoed through the forwarded connection');
+  t.same(await forward(port, '1', 'again\n'), ['again\n', ''], 'a second connection on the same SPDY connection');
+  const [data, error] = await forward(closedPort, '2', 'x');
+  t.equal(data, '');
+  t.equal(error, `error forwarding port ${closedPort} to pod ${sandboxId}, uid : failed to connect to localhost:${closedPort} inside namespace "${sandboxId}": dial tcp4 127.0.0.1:${closedPort}: connect: connection refused`);
+  await t.rejects(spdy.createStream({ streamtype: ['data'], port: ['0'], requestid: ['3'] }), /reset by peer/, 'port 0 is refused');
+  await t.rejects(spdy.createStream({ streamtype: ['bogus'], port: ['80'], requestid: ['4'] }), /reset by peer/, 'an unknown stream type is refused');
+  await spdy.close();
+
+  await t.rejects(h.rs.portForward({ podSandboxId: 'nope', port: [80] }), { code: 'NotFound' });
+  await h.rs.stopPodSandbox(sandboxId);
+  await t.rejects(h.rs.portForward({ podSandboxId: sandboxId, port: [80] }), { code: 'FailedPrecondition' });
+});
+
+t.test('port-forward to a simulated pod: refused on the error stream', async (t) => {
+  const h = await startRuntime(t, { mode: 'simulated' });
+  const sandbox = sandboxConfig('sim-forward');
+  const sandboxId = await h.rs.runPodSandbox(sandbox);
+  const { url } = await h.rs.portForward({ podSandboxId: sandboxId, port: [80] });
+  const { spdy } = await upgrade(url, { protocols: ['portforward.k8s.io'] });
+  const error = await spdy!.createStream({ streamtype: ['error'], port: ['80'], requestid: ['0'] });
+  const data = await spdy!.createStream({ streamtype: ['data'], port: ['80'], requestid: ['0'] });
+  const [out, message] = await Promise.all([readAll(data), readAll(error)]);
+  t.equal(out, '');
+  t.match(message, /^error forwarding port 80 to pod [0-9a-f]{64}, uid : failed to connect to localhost:80 inside namespace .*connection refused/);
   await spdy!.close();
 });
