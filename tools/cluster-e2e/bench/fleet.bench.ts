@@ -430,7 +430,7 @@ async function benchFleet(api: AdminApi, cluster: ClusterEnv, nodes: number): Pr
     await Promise.race([waitFor(`fleet: ${nodes} nodes started`, async () => /fleet: \d+ nodes started/.test(fleet.output()), 120_000 + nodes * 500, () => fleet.logTail(), 100), exited]);
     const startedSeconds = (performance.now() - started) / 1000;
     let seen = { total: 0, ready: 0 };
-    await waitFor(`${nodes} fleet nodes Ready`, async () => (seen = await readyNodes(api, selector)).ready === nodes, 120_000 + nodes * 500, () => `${seen.ready} of ${nodes} Ready (${seen.total} registered)\n${fleet.logTail()}`, 250);
+    await waitFor(`${nodes} fleet nodes Ready`, async () => (seen = await readyNodes(api, selector)).ready === nodes, 120_000 + nodes * 500, () => `${seen.ready} of ${nodes} Ready (${seen.total} registered)\n${fleet.logTail()}`, Math.max(250, nodes));
     const readySeconds = (performance.now() - started) / 1000;
     log(`fleet ${nodes}: started in ${startedSeconds.toFixed(1)} s, all Ready in ${readySeconds.toFixed(1)} s; settling ${settleSeconds} s, idle window ${idleSeconds} s`);
     await sleep(settleSeconds * 1000);
