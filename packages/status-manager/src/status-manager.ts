@@ -468,7 +468,7 @@ export class KubeletStatusManager implements StatusManager {
       if (!pod) return false;
     }
     const apiStatus = normalizeStatus(pod, clone(pod.status ?? {}));
-    if (isPodStatusByKubeletEqual(apiStatus, status)) return false;
+    if (isPodStatusByKubeletEqual(apiStatus, withoutFieldsTheServerDrops(apiStatus, status))) return false;
     this.logger.v(3).info('Pod status is inconsistent with cached status for pod, a reconciliation should be triggered', { pod: podRef(pod) });
     return true;
   }
@@ -673,4 +673,15 @@ function errText(err: unknown): string {
   const code = apiErrorCode(err);
   if (code !== undefined) return `HTTP ${code}`;
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * An API server older than a status field drops it from every write (v1.20 has no status.hostIPs, added in v1.28):
+ * our status would then never equal the server's, and every sync period would patch every pod again. A hostIPs the
+ * server has no field for, beside the same hostIP, is not a difference.
+ */
+function withoutFieldsTheServerDrops(apiStatus: V1PodStatus, status: V1PodStatus): V1PodStatus {
+  if (apiStatus.hostIPs !== undefined || status.hostIPs === undefined || apiStatus.hostIP !== status.hostIP) return status;
+  const { hostIPs: _dropped, ...rest } = status;
+  return rest;
 }

@@ -275,6 +275,33 @@ t.test('reconcile every sync period restores a status changed behind our back', 
   t.equal(client.getPod('default', 'web')!.status?.phase, 'Running');
 });
 
+t.test('an API server that drops status.hostIPs (v1.20) is not patched again every sync period for it', async (t) => {
+  const { sm, addPod, settle, client, clock, podManager } = setup(t);
+  const pod = addPod(makePod('web'));
+  const status = { ...runningStatus(pod), hostIP: '10.0.0.7', hostIPs: [{ ip: '10.0.0.7' }] };
+  sm.setPodStatus(pod, status);
+  await settle();
+  t.equal(client.callsOf('patchNamespacedPodStatus').length, 1);
+  // The old server kept everything but hostIPs.
+  const stored = client.getPod('default', 'web')!;
+  delete stored.status!.hostIPs;
+  client.putPod(stored);
+  podManager.addPod(client.getPod('default', 'web')!);
+  await clock.advance(10_000);
+  await settle();
+  await clock.advance(10_000);
+  await settle();
+  t.equal(client.callsOf('patchNamespacedPodStatus').length, 1, 'no reconcile patch for the field the server drops');
+  // A different hostIP there is a real difference, reconciled.
+  await client.patchNamespacedPodStatus({ name: 'web', namespace: 'default', body: { status: { hostIP: '10.0.0.8' } } });
+  podManager.addPod(client.getPod('default', 'web')!);
+  const before = client.callsOf('patchNamespacedPodStatus').length;
+  await clock.advance(10_000);
+  await settle();
+  t.equal(client.callsOf('patchNamespacedPodStatus').length, before + 1, 'a changed hostIP is reconciled');
+  t.equal(client.getPod('default', 'web')!.status?.hostIP, '10.0.0.7');
+});
+
 t.test('rate limited: qps 1 / burst 2', async (t) => {
   const { sm, addPod, settle, client, clock } = setup(t, { qps: 1, burst: 2 });
   const pods = [1, 2, 3, 4].map((i) => addPod(makePod(`p${i}`)));
