@@ -35,6 +35,7 @@ import { ContainerLogWriter, LineSplitter } from './log-writer.js';
 import { HostProcess, execCommand, processStartTime, signalGroup } from './process.js';
 import { readGroupUsage, type GroupUsage } from './procfs.js';
 import { StateFile } from './state-file.js';
+import { PodIPAllocator } from './pod-ips.js';
 import type { PortForwardStream, StreamingIO, StreamingServer } from './streaming.js';
 import { runProcessExec } from './streaming-process.js';
 import { runSimulatedCommand } from './streaming-simulated.js';
@@ -55,6 +56,12 @@ export interface SimulatedOptions {
   exitAfterMs?: number;
   /** Exit code of containers that exit on their own (exitAfterMs). Default 0. */
   exitCode?: number;
+  /**
+   * The IPv4 range simulated pods get their IPs from, one each (a fleet gives each node its own); the node's pod CIDR,
+   * once the kubelet sets one through UpdateRuntimeConfig, is used instead. Default none: 127.0.0.1, as in process
+   * mode (which an API server refuses as an Endpoints address).
+   */
+  podCIDR?: string;
 }
 
 export interface LocalRuntimeOptions {
@@ -175,7 +182,7 @@ export class LocalRuntime {
   private readonly logger: Logger;
   private readonly rootDir: string;
   private readonly socketPath: string | undefined;
-  private readonly sim: Required<Omit<SimulatedOptions, 'exitAfterMs'>> & { exitAfterMs?: number };
+  private readonly sim: Required<Omit<SimulatedOptions, 'exitAfterMs' | 'podCIDR'>> & { exitAfterMs?: number };
   /** The behaviour of containers of pods without simulation annotations (one shared object). */
   private readonly defaultSim: ContainerSimulation;
   /** Simulated mode: each sandbox's parsed annotations (absent for pods without any), each container's behaviour. */
@@ -207,6 +214,8 @@ export class LocalRuntime {
   private prepared = false;
   private stopping: Promise<void> | undefined;
   private podCidr = '';
+  /** Simulated mode: where pod IPs come from (SimulatedOptions.podCIDR, then the node's pod CIDR). */
+  private podIPs: PodIPAllocator | undefined;
   private droppedEventCount = 0;
   private readonly startedPids = new Set<number>();
 
@@ -227,6 +236,7 @@ export class LocalRuntime {
       imagePullBytesPerSecond: Math.max(0, options.simulated?.imagePullBytesPerSecond ?? 0),
     };
     this.defaultSim = defaultSimulation(this.sim);
+    if (this.mode === 'simulated' && options.simulated?.podCIDR) this.podIPs = new PodIPAllocator(options.simulated.podCIDR);
     this.stopGracePeriodMs = options.stopGracePeriodMs ?? 2000;
     this.maxEventBacklog = options.maxEventBacklog ?? 10_000;
     this.persist = options.persistState ?? this.mode === 'process';
@@ -261,6 +271,19 @@ export class LocalRuntime {
   /** The pod CIDR last set through UpdateRuntimeConfig. */
   get podCIDR(): string {
     return this.podCidr;
+  }
+
+  /** New simulated sandboxes take their IPs from the node's pod CIDR (the ones running keep theirs). */
+  private usePodCIDR(cidr: string): void {
+    const ipv4 = cidr.split(',').map((c) => c.trim()).find((c) => c.includes('.'));
+    if (!ipv4) return;
+    try {
+      const allocator = new PodIPAllocator(ipv4);
+      for (const sandbox of this.sandboxes.values()) if (sandbox.ip) allocator.reserve(sandbox.ip);
+      this.podIPs = allocator;
+    } catch (error) {
+      this.logger.warn('Not using the pod CIDR for simulated pod IPs', { podCidr: cidr, err: (error as Error).message });
+    }
   }
 
   /** Binds the socket and serves. Rejects when the socket is in use by a live server. */
@@ -414,6 +437,7 @@ export class LocalRuntime {
     this.podCidr = state.podCidr ?? '';
     for (const sandbox of state.sandboxes ?? []) {
       this.sandboxes.set(sandbox.id, sandbox);
+      if (sandbox.ip) this.podIPs?.reserve(sandbox.ip);
       this.sandboxNames.set(sandbox.nameKey, sandbox.id);
       this.sandboxContainers.set(sandbox.id, new Set());
     }
@@ -485,8 +509,9 @@ export class LocalRuntime {
       logDirectory: config.logDirectory,
       dir,
       namespaceOptions: namespaceOptions ? { ...namespaceOptions } : null,
-      // No network namespaces: pods share the host's, reachable on loopback.
-      ip: hostNetwork ? '' : '127.0.0.1',
+      // No network namespaces: pods share the host's, reachable on loopback; simulated pods get an address of their
+      // own when there is a range to take it from.
+      ip: hostNetwork ? '' : (this.podIPs?.allocate() ?? '127.0.0.1'),
     };
     if (this.mode === 'simulated') {
       const podSim = new PodSimulation(config.annotations, `${metadata.namespace}/${metadata.name}`, this.sim, this.logger);
@@ -518,6 +543,7 @@ export class LocalRuntime {
     if (!this.sandboxes.has(sandbox.id)) return {};
     sandbox.state = 'SANDBOX_NOTREADY';
     this.sandboxes.delete(sandbox.id);
+    if (sandbox.ip !== '' && sandbox.ip !== '127.0.0.1') this.podIPs?.release(sandbox.ip);
     this.sandboxContainers.delete(sandbox.id);
     if (this.sandboxNames.get(sandbox.nameKey) === sandbox.id) this.sandboxNames.delete(sandbox.nameKey);
     if (sandbox.dir) rmSync(sandbox.dir, { recursive: true, force: true });
@@ -1387,6 +1413,7 @@ export class LocalRuntime {
     const cidr = request.runtimeConfig?.networkConfig?.podCidr ?? '';
     if (cidr !== '' && cidr !== this.podCidr) {
       this.podCidr = cidr;
+      if (this.mode === 'simulated') this.usePodCIDR(cidr);
       this.logger.info('Pod CIDR updated', { podCIDR: cidr });
       this.saveState();
     }
