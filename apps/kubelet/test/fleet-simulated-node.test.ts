@@ -1,6 +1,7 @@
 import t from 'tap';
 import { SimulatedCgroupReader, SimulatedMounter, simulatedMachineInfo, simulatedNodeCapacity, simulatedProbe } from '../src/fleet/simulated-node.js';
 import { resolveFleetSpec } from '../src/fleet/fleet-spec.js';
+import { fleetPodCIDR } from '../src/fleet/fleet.js';
 
 const spec = resolveFleetSpec(new Map([['nodes', '2'], ['node-cpu', '1500m'], ['node-memory', '2Gi']]));
 const host = { numCores: 64, memoryCapacity: 256 * 1024 ** 3, machineID: 'host', systemUUID: 'host-uuid', bootID: 'boot', kernelVersion: '6.1.0', osImage: 'Debian GNU/Linux 12 (bookworm)', rootfsCapacity: 1e12, rootfsInodes: 1e6 };
@@ -51,4 +52,9 @@ t.test('probes are answered by the runtime, by container id and probe type', asy
   t.same(probe('readiness', {}, {}, 'containerd://abc'), { result: 'success', output: '' });
   t.same(probe('liveness', {}, {}, 'containerd://abc'), { result: 'failure', output: 'simulated liveness probe failure' });
   t.same(asked, ['abc/readiness', 'abc/liveness'], 'the runtime\'s id, without the runtime type');
+});
+
+t.test('each node\'s pods get IPs of their own range, distinct across the fleet', async (t) => {
+  t.same([fleetPodCIDR(0), fleetPodCIDR(1), fleetPodCIDR(255), fleetPodCIDR(256), fleetPodCIDR(32767)], ['10.128.0.0/24', '10.128.1.0/24', '10.128.255.0/24', '10.129.0.0/24', '10.255.255.0/24']);
+  t.equal(fleetPodCIDR(32768), undefined, 'beyond 10.128.0.0/9: the node\'s pod CIDR or loopback');
 });

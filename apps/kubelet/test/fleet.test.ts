@@ -85,7 +85,7 @@ t.test('pods bound to the nodes run on their simulated runtimes, with one pod wa
       const p = get('pods', NS, `p${i}`);
       return p?.status?.phase === 'Running' && condition(p, 'Ready')?.status === 'True' && p;
     });
-    t.ok(p.status.podIP, `p${i} on fleet-${i % 3} has an IP`);
+    t.equal(p.status.podIP, `10.128.${i % 3}.${2 + Math.floor(i / 3)}`, `p${i} on fleet-${i % 3} has an IP of its node's range`);
   }
   const podWatches = server.requests.filter((r) => r.verb === 'watch' && r.path === '/api/v1/pods');
   t.equal(podWatches.length, 1, 'one pod watch, not one per node');

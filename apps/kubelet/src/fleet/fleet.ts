@@ -64,6 +64,15 @@ export interface FleetOptions {
   clock?: Clock;
 }
 
+/**
+ * Node i's pod IPs, distinct across the fleet (an API server refuses loopback Endpoints addresses): 10.128.0.0/9 cut
+ * into /24s, used until the node's pod CIDR, if the cluster allocates them, reaches its runtime.
+ */
+export function fleetPodCIDR(index: number): string | undefined {
+  if (index >= 32768) return undefined;
+  return `10.${128 + (index >> 8)}.${index & 255}.0/24`;
+}
+
 /** A port nothing listens on now, on 127.0.0.1. */
 async function freeLoopbackPort(): Promise<number> {
   const server = createServer();
@@ -203,7 +212,7 @@ export class Fleet {
         rootDir: join(config.rootDir, 'simulated-runtime'),
         clock: this.clock,
         logger: logger.with({ component: 'simulated-runtime' }),
-        simulated: { startDelayMs: this.spec.simulatedStartDelayMs, imagePullBytesPerSecond: this.spec.simulatedPullBytesPerSecond },
+        simulated: { startDelayMs: this.spec.simulatedStartDelayMs, imagePullBytesPerSecond: this.spec.simulatedPullBytesPerSecond, podCIDR: fleetPodCIDR(spec.index) },
       });
       const services = await runtime.startInProcess();
       this.nodes.set(spec.name, { spec, config, runtime, services, state: 'dead' });
