@@ -14,7 +14,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { quantityValue } from '@kubelet-ts/core';
-import { ensureCluster, FleetProcess, fleetKubeconfig, Kubectl, unmountAndRemove, waitFor, type FleetGroup } from '../src/index.js';
+import { ensureCluster, FleetProcess, fleetKubeconfig, Kubectl, KubectlError, unmountAndRemove, waitFor, type FleetGroup } from '../src/index.js';
 import { condition, containerStatus, isPodReady } from '../src/workloads.js';
 
 type Json = Record<string, any>;
@@ -339,6 +339,22 @@ await t.test('kubectl logs returns the simulated log of a fleet node\'s containe
   const previous = await waitFor('kubectl logs --previous', () => kubectl.run(['logs', '-n', NS, 'crasher', '--previous']), 30_000);
   t.match(previous, /simulated container app started\n/, 'the default log line, of the previous run');
   t.match(previous, /simulated container app exited with code 1/, 'and its exit line');
+});
+
+await t.test('kubectl exec runs in a fleet node\'s simulated container: output, stdin and the exit code', async (t) => {
+  // The simulated runtime's streaming server answers exec with its small interpreter (local-runtime README).
+  t.equal(await kubectl.run(['exec', '-n', NS, 'talker', '-c', 'app', '--', 'echo', 'hello', 'fleet']), 'hello fleet\n', 'echo');
+  t.equal(await kubectl.run(['exec', '-i', '-n', NS, 'talker', '-c', 'app', '--', 'cat'], 'from stdin\n'), 'from stdin\n', 'stdin through cat');
+  const failed = await kubectl.run(['exec', '-n', NS, 'talker', '-c', 'app', '--', 'sh', '-c', 'exit 3']).then(
+    () => undefined,
+    (error: KubectlError) => error,
+  );
+  t.match(failed?.stderr ?? '', /command terminated with exit code 3/, 'a non-zero exit reaches kubectl');
+  const missing = await kubectl.run(['exec', '-n', NS, 'talker', '-c', 'app', '--', 'nosuchcommand']).then(
+    () => undefined,
+    (error: KubectlError) => error,
+  );
+  t.match(missing?.stderr ?? '', /command not found[\s\S]*exit code 127/, 'an unknown command: 127');
 });
 
 await t.test('a killed node goes NotReady, its pods are evicted after their toleration; revived it is Ready again', async (t) => {
