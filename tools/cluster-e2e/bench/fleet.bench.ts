@@ -65,6 +65,8 @@ const COUNTER_PORT = 25999;
 const counterModule = pathToFileURL(join(repoRoot, 'tools/cluster-e2e/bench/fleet-request-counter.mjs')).href;
 
 const mib = (bytes: number) => bytes / (1 << 20);
+/** Pod creations the API server refused with 5xx/429 and that were retried. */
+let apiServerRefusals = 0;
 const log = (text: string) => console.error(`${new Date().toISOString().slice(11, 19)} ${text}`);
 
 /** CPU seconds of several processes over a window. */
@@ -259,7 +261,15 @@ async function podLoad(
       16,
       async (i) => {
         const pod = make(i);
-        await api.json('POST', `/api/v1/namespaces/${namespace}/pods`, pod);
+        // A saturated API server answers 5xx or 429 (e.g. "resource quota evaluation timed out" at 500 nodes on two
+        // cores): retried as a client would, and counted, since it says who the limit is.
+        for (let attempt = 0; ; attempt++) {
+          const res = await api.call('POST', `/api/v1/namespaces/${namespace}/pods`, pod);
+          if (res.status < 300) break;
+          if ((res.status < 500 && res.status !== 429) || attempt >= 20) throw new Error(`POST pods: ${res.status} ${res.text.slice(0, 300)}`);
+          apiServerRefusals++;
+          await sleep(Math.min(5_000, 250 * 2 ** attempt));
+        }
         timeline.created((pod.metadata as { name: string }).name, performance.now());
       },
     );
@@ -441,7 +451,7 @@ async function benchFleet(api: AdminApi, cluster: ClusterEnv, nodes: number): Pr
     if (nodes === 1) await warmUp(api, namespace, podsPerNode, (i) => benchPod(`warm-${i}`, namespace, { nodeSelector: { [BENCH_LABEL]: 'fleet' }, taint }), () => fleet.logTail(10));
     const count = nodes * podsPerNode;
     const load = await podLoad(api, cluster, namespace, count, (i) => benchPod(`p-${i}`, namespace, { nodeSelector: { [BENCH_LABEL]: 'fleet' }, taint }), fleet.pid, idle.cores, fleetClientCounts(), () => fleet.logTail(10));
-    log(`fleet ${nodes}: ${count} pods Running in ${load.seconds.toFixed(1)} s, RSS ${load.rssMiB.toFixed(0)} MiB, scheduled -> Running p99 ${(percentile(load.scheduledToRunning, 99) / 1000).toFixed(2)} s`);
+    log(`fleet ${nodes}: ${count} pods Running in ${load.seconds.toFixed(1)} s, RSS ${load.rssMiB.toFixed(0)} MiB, scheduled -> Running p99 ${(percentile(load.scheduledToRunning, 99) / 1000).toFixed(2)} s; pod creations the API server refused (retried) so far: ${apiServerRefusals}`);
     let latency: LatencyPhase | undefined;
     if (nodes > 1 && latencyPods > 0) {
       latency = await latencyPhase(api, cluster, namespace, (i) => benchPod(`lat-${i}`, namespace, { nodeSelector: { [BENCH_LABEL]: 'fleet' }, taint }), () => fleet.logTail(10));
