@@ -1,5 +1,5 @@
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { clientNodeWatch, lazyApiClient, lazyWatch, type ReflectorStats, PodOperation, PodSource, Reflector, defaultLogger, realClock, type Clock, type Logger, type PodSourceName, type ReflectorTuning, type WatchEvent } from '@kubelet-ts/core';
+import { clientNodeWatch, lazyApiClient, lazyWatch, type ReflectorStats, PodOperation, PodSource, Reflector, defaultLogger, realClock, type Clock, type Logger, type PodSourceName, type ReflectorTuning, type StoreChange, type WatchEvent } from '@kubelet-ts/core';
 import type { PodUpdateSink } from './config.js';
 import { deserializePod } from './serializer.js';
 import { abortable } from './util.js';
@@ -51,6 +51,31 @@ export function createPodListerWatcher(kubeConfig: KubeConfig, nodeName: string)
     },
     watch: clientNodeWatch(lazyWatch(kubeConfig), '/api/v1/pods', deserializePod, { fieldSelector }),
   };
+}
+
+/**
+ * core's Reflector over a PodListerWatcher, as the API server sources (one node's, or the fleet's shared one) keep
+ * their store: the pod list always asks for the latest state (no resourceVersion).
+ */
+export function podReflector(lw: PodListerWatcher, tuning: ReflectorTuning, clock: Clock, logger: Logger, onChange: (change: StoreChange<V1Pod>) => void): Reflector<V1Pod> {
+  return new Reflector<V1Pod>({
+    description: 'pods',
+    listerWatcher: {
+      async list(_listOpts, signal) {
+        const { pods, resourceVersion } = await lw.list(signal);
+        return { items: pods, resourceVersion };
+      },
+      watch: (watchOpts, onEvent, signal) => lw.watch(watchOpts, onEvent, signal),
+    },
+    minWatchTimeoutMs: tuning.minWatchTimeoutMs,
+    backoffInitialMs: tuning.backoffInitialMs,
+    backoffMaxMs: tuning.backoffMaxMs,
+    backoffJitter: tuning.backoffJitter,
+    clock,
+    logger,
+    random: tuning.random,
+    onChange,
+  });
 }
 
 export interface ApiserverSourceOptions extends ReflectorTuning {
@@ -120,26 +145,7 @@ export class ApiserverSource implements ApiPodSource {
     this.clock = opts.clock ?? realClock;
     this.logger = (opts.logger ?? defaultLogger).with({ source: this.source });
     const lw = opts.listerWatcher ?? createPodListerWatcher(opts.kubeConfig as KubeConfig, opts.nodeName);
-    this.reflector = new Reflector<V1Pod>({
-      description: 'pods',
-      listerWatcher: {
-        // The pod list always asks for the latest state (no resourceVersion), as before.
-        async list(_listOpts, signal) {
-          const { pods, resourceVersion } = await lw.list(signal);
-          return { items: pods, resourceVersion };
-        },
-        watch: (watchOpts, onEvent, signal) => lw.watch(watchOpts, onEvent, signal),
-      },
-      minWatchTimeoutMs: opts.minWatchTimeoutMs,
-      backoffInitialMs: opts.backoffInitialMs,
-      backoffMaxMs: opts.backoffMaxMs,
-      backoffJitter: opts.backoffJitter,
-      clock: this.clock,
-      logger: this.logger,
-      random: opts.random,
-      // Every list and every change to the store: the undelta store's push of the whole store.
-      onChange: () => this.sendSoon(),
-    });
+    this.reflector = podReflector(lw, opts, this.clock, this.logger, () => this.sendSoon());
   }
 
   /** Starts (after nodeHasSynced) listing and watching. Returns at once. */

@@ -17,7 +17,7 @@ import {
   type StoreChange,
   type TimerHandle,
 } from '@kubelet-ts/core';
-import type { ApiPodSource, PodListerWatcher } from './apiserver-source.js';
+import { podReflector, type ApiPodSource, type PodListerWatcher } from './apiserver-source.js';
 import type { PodUpdateSink } from './config.js';
 import { deserializePod } from './serializer.js';
 import { abortable } from './util.js';
@@ -111,25 +111,7 @@ export class SharedPodWatch {
     this.logger = (opts.logger ?? defaultLogger).with({ source: 'shared-pod-watch' });
     this.nodeSyncPeriodMs = opts.nodeSyncPeriodMs ?? 1000;
     const lw = opts.listerWatcher ?? createBoundPodsListerWatcher(opts.kubeConfig as KubeConfig);
-    this.reflector = new Reflector<V1Pod>({
-      description: 'pods',
-      listerWatcher: {
-        // As ApiserverSource: the pod list always asks for the latest state.
-        async list(_listOpts, signal) {
-          const { pods, resourceVersion } = await lw.list(signal);
-          return { items: pods, resourceVersion };
-        },
-        watch: (watchOpts, onEvent, signal) => lw.watch(watchOpts, onEvent, signal),
-      },
-      minWatchTimeoutMs: opts.minWatchTimeoutMs,
-      backoffInitialMs: opts.backoffInitialMs,
-      backoffMaxMs: opts.backoffMaxMs,
-      backoffJitter: opts.backoffJitter,
-      clock: this.clock,
-      logger: this.logger,
-      random: opts.random,
-      onChange: (change) => this.onStoreChange(change),
-    });
+    this.reflector = podReflector(lw, opts, this.clock, this.logger, (change) => this.onStoreChange(change));
   }
 
   /** Starts listing and watching. Returns at once. */
