@@ -159,6 +159,9 @@ export class Fleet {
   private serviceLister: ServiceLister | undefined;
   private runtimeClasses: RuntimeClassManager | undefined;
   private servingCert: { certFile: string; keyFile: string } | undefined;
+  /** The host's facts, read once for every node's simulated machine (revive included). */
+  private hostMachine: ReturnType<typeof cachedMachineInfo> | undefined;
+  private hostCapacity: ReturnType<typeof nodeCapacity> | undefined;
   private stopped = false;
 
   constructor(options: FleetOptions) {
@@ -200,8 +203,8 @@ export class Fleet {
     this.runtimeClasses = new RuntimeClassManager({ kubeConfig, clock: this.clock, logger: this.logger.with({ component: 'runtimeclass' }) });
     this.runtimeClasses.start();
 
-    const hostMachine = cachedMachineInfo(this.spec.rootDir);
-    const hostCapacity = nodeCapacity();
+    this.hostMachine = cachedMachineInfo(this.spec.rootDir);
+    this.hostCapacity = nodeCapacity();
     for (const spec of this.spec.nodes) {
       const config = fleetNodeConfig(this.template, this.spec, spec, this.servingCert);
       // No base port: a free port, fixed for the node's lives (its Node object says where its server is).
@@ -219,7 +222,7 @@ export class Fleet {
     }
     const queue = [...this.nodes.values()];
     const worker = async () => {
-      for (let node = queue.shift(); node && !this.stopped; node = queue.shift()) await this.startNode(node, hostMachine, hostCapacity);
+      for (let node = queue.shift(); node && !this.stopped; node = queue.shift()) await this.startNode(node);
     };
     await Promise.all(Array.from({ length: Math.min(START_CONCURRENCY, queue.length) }, worker));
   }
@@ -240,7 +243,7 @@ export class Fleet {
   async revive(name: string): Promise<void> {
     const node = this.node(name);
     if (node.state !== 'dead') throw new FleetNodeStateError(`node ${name} is ${node.state}, not dead`);
-    await this.startNode(node, cachedMachineInfo(this.spec.rootDir), nodeCapacity());
+    await this.startNode(node);
     this.logger.info('Fleet node revived', { node: name });
   }
 
@@ -265,9 +268,9 @@ export class Fleet {
     return node;
   }
 
-  private async startNode(node: FleetNode, hostMachine: ReturnType<typeof cachedMachineInfo>, hostCapacity: ReturnType<typeof nodeCapacity>): Promise<void> {
+  private async startNode(node: FleetNode): Promise<void> {
     node.state = 'starting';
-    const c = this.nodeContainer(node, hostMachine, hostCapacity);
+    const c = this.nodeContainer(node);
     const controller = new AbortController();
     let resolveDone!: () => void;
     const done = new Promise<void>((resolve) => (resolveDone = resolve));
@@ -293,7 +296,7 @@ export class Fleet {
   }
 
   /** The node's child container: the kubelet's registrations, then the fleet's shared parts and simulated machine. */
-  private nodeContainer(node: FleetNode, hostMachine: ReturnType<typeof cachedMachineInfo>, hostCapacity: ReturnType<typeof nodeCapacity>): DependencyContainer {
+  private nodeContainer(node: FleetNode): DependencyContainer {
     const { config, runtime } = node;
     const kubeConfig = this.kubeConfig!;
     const c = this.container.createChildContainer();
@@ -307,8 +310,8 @@ export class Fleet {
     c.register(Tokens.CriImageService, { useValue: withoutClose(node.services.imageService) });
     // The node's own metrics; the process's requests to the API server are the fleet's, not one node's.
     c.register(Tokens.Metrics, { useValue: createKubeletMetrics(config.nodeName) });
-    c.register(Tokens.MachineInfo, { useValue: simulatedMachineInfo(node.spec, hostMachine) });
-    c.register(Tokens.NodeCapacity, { useValue: simulatedNodeCapacity(node.spec, hostCapacity) });
+    c.register(Tokens.MachineInfo, { useValue: simulatedMachineInfo(node.spec, this.hostMachine!) });
+    c.register(Tokens.NodeCapacity, { useValue: simulatedNodeCapacity(node.spec, this.hostCapacity!) });
     c.register(Tokens.NodeStatusOptions, { useValue: { internalIPs: ['127.0.0.1'] } });
     c.register(Tokens.CgroupReader, { useValue: new SimulatedCgroupReader(runtime, this.clock.now()) });
     c.register(Tokens.Mounter, { useValue: new SimulatedMounter() });
