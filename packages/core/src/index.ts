@@ -31,3 +31,4 @@ export * from './x509.js';
 export * from './api-serializer.js';
 export * from './client-node.js';
 export * from './dbus.js';
+export * from './event-loop-monitor.js';
