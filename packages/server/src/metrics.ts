@@ -3,7 +3,7 @@
 // with the Go kubelet v1.20's names, help texts, label names and buckets.
 import { readFileSync, readdirSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, exponentialBuckets } from 'prom-client';
-import type { RuntimePod } from '@kubelet-ts/core';
+import type { EventLoopMonitor, RuntimePod } from '@kubelet-ts/core';
 import type { ImageService, RuntimeService } from '@kubelet-ts/cri-client';
 
 /** Go's metrics.DefBuckets (prometheus.DefBuckets). */
@@ -65,6 +65,12 @@ export interface KubeletMetricsOptions {
   now?: () => number;
   /** Registers process_* metrics as Go's process collector exposes them (default true). */
   processMetrics?: boolean;
+  /**
+   * Registers prom-client's Node.js runtime metrics (nodejs_eventloop_lag_*, nodejs_eventloop_utilization_ratio,
+   * nodejs_heap_*, nodejs_active_*) with the event loop figures from this monitor (see registerNodejsMetrics).
+   * Default: none.
+   */
+  eventLoop?: EventLoopStatsSource;
   /**
    * The first path segments (or `metrics/<x>`) the servers route; any other path is counted as 'other' in the
    * kubelet_http_* metrics, so a client cannot grow their cardinality (Go: metricBuckets). Default: the kubelet's routes.
@@ -350,6 +356,7 @@ export class KubeletMetrics implements RuntimeOperationsRecorder {
       registers: [this.probeRegistry],
     }).set(processStartTimeSeconds());
     if (options.processMetrics ?? true) registerProcessMetrics(this.registry);
+    if (options.eventLoop) registerNodejsMetrics(this.registry, options.eventLoop);
     if (options.nodeName !== undefined) this.setNodeName(options.nodeName);
   }
 
@@ -753,6 +760,98 @@ export function registerProcessMetrics(registry: Registry): void {
     },
   });
   new Gauge({ name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.', registers }).set(processStartTimeSeconds());
+}
+
+/** What registerNodejsMetrics reads the event loop from: core's EventLoopMonitor. */
+export type EventLoopStatsSource = Pick<EventLoopMonitor, 'lagMs' | 'utilization' | 'takeDelayStats'>;
+
+/**
+ * prom-client's Node.js runtime metrics, with its names and help texts, read at scrape time:
+ * nodejs_eventloop_lag_seconds (the monitor's latest lag), nodejs_eventloop_lag_{min,max,mean,stddev,p50,p90,p99}_seconds
+ * (monitorEventLoopDelay since the previous scrape, reset by each scrape as prom-client does),
+ * nodejs_eventloop_utilization_ratio (the loop's utilization since the previous scrape, 0..1; not in prom-client),
+ * nodejs_heap_size_total_bytes, nodejs_heap_size_used_bytes, nodejs_external_memory_bytes,
+ * nodejs_active_handles_total, nodejs_active_resources{type} and nodejs_active_resources_total (`Timeout` is the
+ * count of ref'ed timers). Several registries may read one monitor (a fleet's nodes share the process's loop): the
+ * delay figures and the utilization are then since the previous scrape of any of them.
+ */
+export function registerNodejsMetrics(registry: Registry, eventLoop: EventLoopStatsSource): void {
+  const registers = [registry];
+  const delayGauge = (name: string, help: string) => new Gauge({ name: `nodejs_eventloop_lag_${name}_seconds`, help, registers });
+  new Gauge({
+    name: 'nodejs_eventloop_lag_seconds',
+    help: 'Lag of event loop in seconds.',
+    registers,
+    // As prom-client: this one metric's collect sets the delay figures.
+    collect() {
+      this.set(eventLoop.lagMs() / 1000);
+      const stats = eventLoop.takeDelayStats();
+      lagMin.set(stats.minMs / 1000);
+      lagMax.set(stats.maxMs / 1000);
+      lagMean.set(stats.meanMs / 1000);
+      lagStddev.set(stats.stddevMs / 1000);
+      lagP50.set(stats.p50Ms / 1000);
+      lagP90.set(stats.p90Ms / 1000);
+      lagP99.set(stats.p99Ms / 1000);
+    },
+  });
+  const lagMin = delayGauge('min', 'The minimum recorded event loop delay.');
+  const lagMax = delayGauge('max', 'The maximum recorded event loop delay.');
+  const lagMean = delayGauge('mean', 'The mean of the recorded event loop delays.');
+  const lagStddev = delayGauge('stddev', 'The standard deviation of the recorded event loop delays.');
+  const lagP50 = delayGauge('p50', 'The 50th percentile of the recorded event loop delays.');
+  const lagP90 = delayGauge('p90', 'The 90th percentile of the recorded event loop delays.');
+  const lagP99 = delayGauge('p99', 'The 99th percentile of the recorded event loop delays.');
+  new Gauge({
+    name: 'nodejs_eventloop_utilization_ratio',
+    help: 'Ratio of time the event loop was active since the previous scrape (performance.eventLoopUtilization()).',
+    registers,
+    collect() {
+      this.set(eventLoop.utilization());
+    },
+  });
+  new Gauge({
+    name: 'nodejs_heap_size_total_bytes',
+    help: 'Process heap size from Node.js in bytes.',
+    registers,
+    collect() {
+      const usage = process.memoryUsage();
+      this.set(usage.heapTotal);
+      heapUsed.set(usage.heapUsed);
+      external.set(usage.external);
+    },
+  });
+  const heapUsed = new Gauge({ name: 'nodejs_heap_size_used_bytes', help: 'Process heap size used from Node.js in bytes.', registers });
+  const external = new Gauge({ name: 'nodejs_external_memory_bytes', help: 'Node.js external memory size in bytes.', registers });
+  new Gauge({
+    name: 'nodejs_active_handles_total',
+    help: 'Total number of active handles.',
+    registers,
+    collect() {
+      const handles = (process as { _getActiveHandles?: () => unknown[] })._getActiveHandles?.();
+      if (handles) this.set(handles.length);
+    },
+  });
+  new Gauge({
+    name: 'nodejs_active_resources',
+    help: 'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
+    labelNames: ['type'],
+    registers,
+    collect() {
+      const counts = new Map<string, number>();
+      for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1);
+      this.reset();
+      for (const [type, count] of counts) this.set({ type }, count);
+    },
+  });
+  new Gauge({
+    name: 'nodejs_active_resources_total',
+    help: 'Total number of active resources.',
+    registers,
+    collect() {
+      this.set(process.getActiveResourcesInfo().length);
+    },
+  });
 }
 
 // ---- the instrumented CRI services (Go: kuberuntime's instrumentedRuntimeService / instrumentedImageManagerService)
