@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import type { DependencyContainer } from 'tsyringe';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import { loadClientNode, nodeReference, type Clock, type Logger } from '@kubelet-ts/core';
+import { loadClientNode, nodeReference, type Clock, type EventLoopMonitor, type Logger } from '@kubelet-ts/core';
 import type { RemoteImageService, RemoteRuntimeService, RuntimeService } from '@kubelet-ts/cri-client';
 import type { SystemdUnitManager } from '@kubelet-ts/container-manager';
 import type { LocalRuntime } from '@kubelet-ts/local-runtime';
@@ -134,10 +134,19 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     recorder.event(nodeReference(config.nodeName), 'Warning', 'EmbeddedRuntime', message);
   }
 
+  // The process's event loop: a stall over 10 s fails the `eventloop` healthz check for a minute (as Go's PLEG check
+  // fails `syncloop`'s sibling for a relist older than 3 min) and is logged once. It does not touch the node's Ready
+  // condition: a loop blocked long enough to matter already stops the lease and status updates, and the node
+  // lifecycle controller marks the node Unknown by itself; an ended stall must not taint the node NoExecute.
+  // The monitor runs while any kubelet of the process runs (a fleet's nodes share it).
+  const eventLoop = config.runOnce ? undefined : c.resolve<EventLoopMonitor>(Tokens.EventLoopMonitor);
+  const eventLoopHold = new AbortController();
+  eventLoop?.start(AbortSignal.any([signal, eventLoopHold.signal]));
   const healthChecks: HealthzCheck[] = [
     { name: 'ping', check: () => undefined },
     { name: 'log', check: () => undefined },
     { name: 'syncloop', check: () => kubelet.syncLoopHealthy() },
+    ...(eventLoop ? [{ name: 'eventloop', check: () => eventLoop.check() }] : []),
   ];
   let healthz: HealthzServer | undefined;
   let healthzPort: number | undefined;
@@ -162,6 +171,7 @@ export async function startKubelet(c: DependencyContainer, signal: AbortSignal):
     } catch (error) {
       await healthz?.stop();
       await Promise.all(apiServerParts.map((part) => part.stop()));
+      eventLoopHold.abort();
       throw error;
     }
     logManager?.start();

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { instanceCachingFactory, type DependencyContainer } from 'tsyringe';
-import { PodCache, createLogger, deferredApiClient, isMirrorPod, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { EventLoopMonitor, PodCache, createLogger, deferredApiClient, isMirrorPod, nodeReference, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import { adjustableLogger } from './log-verbosity.js';
 import { RemoteImageService, RemoteRuntimeService, type ImageService, type RuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
@@ -71,6 +71,8 @@ export const Tokens = {
   ImageService: Symbol.for('kubelet-ts.ImageService'),
   /** The node's KubeletMetrics: /metrics and /metrics/probes. */
   Metrics: Symbol.for('kubelet-ts.Metrics'),
+  /** The process's EventLoopMonitor: the `eventloop` healthz check and the nodejs_* metrics (a fleet shares one). */
+  EventLoopMonitor: Symbol.for('kubelet-ts.EventLoopMonitor'),
   ContainerRuntime: Symbol.for('kubelet-ts.ContainerRuntime'),
   PodCache: Symbol.for('kubelet-ts.PodCache'),
   PLEG: Symbol.for('kubelet-ts.PLEG'),
@@ -397,7 +399,14 @@ export function registerKubeletDeps(c: DependencyContainer, config: KubeletConfi
       return new LocalRuntime({ ...paths, mode: 'process', clock: c.resolve(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'local-runtime' }) });
     }),
   );
-  c.register<KubeletMetrics>(Tokens.Metrics, singleton((c) => createKubeletMetrics(config.nodeName, c.resolve<KubeConfig | undefined>(Tokens.KubeConfig))));
+  c.register<EventLoopMonitor>(
+    Tokens.EventLoopMonitor,
+    singleton((c) => new EventLoopMonitor({ clock: c.resolve<Clock>(Tokens.Clock), logger: c.resolve<Logger>(Tokens.Logger).with({ component: 'eventloop' }) })),
+  );
+  c.register<KubeletMetrics>(
+    Tokens.Metrics,
+    singleton((c) => createKubeletMetrics(config.nodeName, c.resolve<KubeConfig | undefined>(Tokens.KubeConfig), c.resolve<EventLoopMonitor>(Tokens.EventLoopMonitor))),
+  );
   c.register<RuntimeService>(
     Tokens.CriRuntimeService,
     singleton(() => new RemoteRuntimeService({ endpoint: runtimeEndpoint(config), timeoutMs: config.runtimeRequestTimeoutMs })),

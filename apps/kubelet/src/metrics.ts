@@ -3,16 +3,17 @@
 import dc from 'node:diagnostics_channel';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { ConfigFirstSeenAnnotationKey, type PodSyncResult, type RuntimePod } from '@kubelet-ts/core';
+import { ConfigFirstSeenAnnotationKey, type EventLoopMonitor, type PodSyncResult, type RuntimePod } from '@kubelet-ts/core';
 import type { ProbeResult, ProbeWorkerInfo } from '@kubelet-ts/prober';
 import { KubeletMetrics } from '@kubelet-ts/server';
 
 /**
  * The node's metrics: kubelet_node_name set, and, with an API server, rest_client_requests_total counted for
- * the requests to it (see instrumentRestClient; undone by metrics.close()).
+ * the requests to it (see instrumentRestClient; undone by metrics.close()); with the process's event loop
+ * monitor, the nodejs_* runtime metrics (event-loop lag and utilization, heap, timers).
  */
-export function createKubeletMetrics(nodeName: string, kubeConfig?: KubeConfig): KubeletMetrics {
-  const metrics = new KubeletMetrics({ nodeName });
+export function createKubeletMetrics(nodeName: string, kubeConfig?: KubeConfig, eventLoop?: EventLoopMonitor): KubeletMetrics {
+  const metrics = new KubeletMetrics({ nodeName, eventLoop });
   if (kubeConfig) metrics.onClose(instrumentRestClient(metrics, apiServerHosts(kubeConfig)));
   return metrics;
 }

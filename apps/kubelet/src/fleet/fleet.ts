@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { DependencyContainer } from 'tsyringe';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { loadClientNode, realClock, type Clock, type Logger } from '@kubelet-ts/core';
+import { EventLoopMonitor, loadClientNode, realClock, type Clock, type Logger } from '@kubelet-ts/core';
 import type { ImageService, RuntimeService } from '@kubelet-ts/cri-client';
 import { LocalRuntime } from '@kubelet-ts/local-runtime';
 import { SharedPodWatch, makePodSourceConfig } from '@kubelet-ts/pod-config';
@@ -153,6 +153,7 @@ export class Fleet {
   private readonly container: DependencyContainer;
   private readonly logger: Logger;
   private readonly clock: Clock;
+  private readonly eventLoopMonitor: EventLoopMonitor;
   private readonly nodes = new Map<string, FleetNode>();
   private kubeConfig: KubeConfig | undefined;
   private podWatch: SharedPodWatch | undefined;
@@ -170,6 +171,8 @@ export class Fleet {
     this.container = options.container;
     this.logger = options.logger;
     this.clock = options.clock ?? realClock;
+    // The fleet's kubelets share the process's event loop: one monitor, running while any node runs.
+    this.eventLoopMonitor = new EventLoopMonitor({ clock: this.clock, logger: this.logger.with({ component: 'eventloop' }) });
   }
 
   /** The nodes and their states, in fleet order. */
@@ -309,7 +312,8 @@ export class Fleet {
     c.register(Tokens.CriRuntimeService, { useValue: withoutClose(node.services.runtimeService) });
     c.register(Tokens.CriImageService, { useValue: withoutClose(node.services.imageService) });
     // The node's own metrics; the process's requests to the API server are the fleet's, not one node's.
-    c.register(Tokens.Metrics, { useValue: createKubeletMetrics(config.nodeName) });
+    c.register(Tokens.EventLoopMonitor, { useValue: this.eventLoopMonitor });
+    c.register(Tokens.Metrics, { useValue: createKubeletMetrics(config.nodeName, undefined, this.eventLoopMonitor) });
     c.register(Tokens.MachineInfo, { useValue: simulatedMachineInfo(node.spec, this.hostMachine!) });
     c.register(Tokens.NodeCapacity, { useValue: simulatedNodeCapacity(node.spec, this.hostCapacity!) });
     c.register(Tokens.NodeStatusOptions, { useValue: { internalIPs: ['127.0.0.1'] } });
