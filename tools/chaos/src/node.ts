@@ -1,0 +1,177 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
+import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
+import { readContainerdEnv, removeRuntimePods, type ContainerdEnv } from '@kubelet-ts/cri-conformance';
+import {
+  ensureCluster,
+  Kubectl,
+  KubeletProcess,
+  nodeKubeconfig,
+  ourCgroupRoot,
+  repoRoot,
+  unmountAndRemove,
+  type ClusterEnv,
+} from '@kubelet-ts/cluster-e2e';
+
+const execFileAsync = promisify(execFile);
+
+/** The preloaded counter of the process's API requests by verb and resource (tools/cluster-e2e's, shared with the fleet bench). */
+const REQUEST_COUNTER = join(repoRoot, 'tools/cluster-e2e/bench/fleet-request-counter.mjs');
+
+export interface ChaosNodeOptions {
+  /** The node's name; its pods live in namespace `<node>`. */
+  node: string;
+  /** The CRI endpoint the kubelet is given (a CriChaosProxy's, for instance); default containerd's own. */
+  runtimeEndpoint?: string;
+  /** More kubelet flags. */
+  extraArgs?: string[];
+  /** More environment for the kubelet process. */
+  env?: Record<string, string>;
+  /** The kubelet's healthz port (default 10248 + a per-node offset is left to the caller; 0 would disable it). */
+  healthzPort?: number;
+  /** Port of the preloaded API request counter (JSON on 127.0.0.1). */
+  requestCounterPort?: number;
+}
+
+export type RequestCounts = Record<string, number>;
+
+/**
+ * One node under test: our kubelet (the built binary, as an operator runs it) on the real containerd, registered with
+ * the real control plane, in a scratch directory and cgroup root of its own. The scenarios kill it, restart it, or
+ * take the runtime and the API server away from it; the invariant checks read containerd, the mounts and the cgroups
+ * directly, not through the kubelet.
+ */
+export class ChaosNode {
+  kubelet!: KubeletProcess;
+  /** Every kubelet process started for this node, oldest first (a scenario that kills it starts several). */
+  readonly generations: KubeletProcess[] = [];
+
+  private constructor(
+    readonly options: ChaosNodeOptions,
+    readonly cluster: ClusterEnv,
+    readonly kubectl: Kubectl,
+    readonly containerd: ContainerdEnv,
+    /** containerd itself, never through a proxy: what the invariants compare the API with. */
+    readonly runtime: RemoteRuntimeService,
+    readonly dir: string,
+    private readonly kubeconfig: string,
+  ) {}
+
+  static async create(options: ChaosNodeOptions): Promise<ChaosNode> {
+    const containerd = readContainerdEnv();
+    const cluster = await ensureCluster();
+    const kubectl = new Kubectl(cluster);
+    const dir = mkdtempSync(join(containerd.root, `chaos-${options.node}-`));
+    mkdirSync(dir, { recursive: true });
+    const kubeconfig = await nodeKubeconfig(options.node);
+    const node = new ChaosNode(options, cluster, kubectl, containerd, new RemoteRuntimeService({ endpoint: containerd.endpoint }), dir, kubeconfig);
+    await kubectl.run(['create', 'namespace', node.namespace]).catch((error: Error) => {
+      if (!/AlreadyExists/.test(error.message)) throw error;
+    });
+    return node;
+  }
+
+  get name(): string {
+    return this.options.node;
+  }
+
+  /** The namespace of the node's workloads. */
+  get namespace(): string {
+    return this.options.node;
+  }
+
+  get rootDir(): string {
+    return join(this.dir, 'root');
+  }
+
+  get cgroupRoot(): string {
+    return ourCgroupRoot(this.options.node);
+  }
+
+  get healthzPort(): number {
+    return this.options.healthzPort ?? 10248;
+  }
+
+  /** Starts a kubelet for the node (a new generation); the previous one must have exited. */
+  async start(): Promise<KubeletProcess> {
+    if (this.kubelet?.running) throw new Error(`the kubelet of ${this.name} (pid ${this.kubelet.pid}) still runs`);
+    const counter: { nodeArgs: string[]; env: Record<string, string> } = this.options.requestCounterPort
+      ? { nodeArgs: [`--import=${REQUEST_COUNTER}`], env: { FLEET_COUNT_API: new URL(this.cluster.server).host, FLEET_COUNT_PORT: String(this.options.requestCounterPort) } }
+      : { nodeArgs: [], env: {} };
+    this.kubelet = await KubeletProcess.startOurs({
+      node: this.name,
+      kubeconfig: this.kubeconfig,
+      runtimeEndpoint: this.options.runtimeEndpoint ?? this.containerd.endpoint,
+      dir: this.dir,
+      extraArgs: [`--healthz-port=${this.healthzPort}`, '--port=0', '--read-only-port=0', ...(this.options.extraArgs ?? [])],
+      nodeArgs: counter.nodeArgs,
+      env: { ...counter.env, ...(this.options.env ?? {}) },
+    });
+    this.generations.push(this.kubelet);
+    return this.kubelet;
+  }
+
+  /** `GET /healthz` on the kubelet's healthz port: undefined when it does not answer. */
+  async healthz(): Promise<{ status: number; body: string } | undefined> {
+    return httpGet(`http://127.0.0.1:${this.healthzPort}/healthz?verbose`);
+  }
+
+  /** The API requests the current kubelet made so far, by `VERB resource` (needs requestCounterPort). */
+  async requestCounts(): Promise<RequestCounts | undefined> {
+    if (!this.options.requestCounterPort) return undefined;
+    const answer = await httpGet(`http://127.0.0.1:${this.options.requestCounterPort}/`);
+    return answer?.status === 200 ? (JSON.parse(answer.body) as RequestCounts) : undefined;
+  }
+
+  /** The kubelet's log lines that look like errors, for a scenario's report. */
+  errorLines(generation = this.kubelet): string[] {
+    return generation.output().split('\n').filter((line) => /\b(error|E\d{4}|panic|Unhandled|uncaught)\b/i.test(line));
+  }
+
+  /** Removes the node, its namespace, its containers, its cgroup root and its directory. */
+  async destroy(): Promise<void> {
+    await this.kubelet?.stop().catch(() => undefined);
+    await this.kubectl.run(['delete', 'namespace', this.namespace, '--ignore-not-found', '--wait=false']).catch(() => undefined);
+    await this.kubectl.run(['delete', 'node', this.name, '--ignore-not-found']).catch(() => undefined);
+    await removeRuntimePods(this.containerd.endpoint, (pod) => pod.namespace === this.namespace).catch(() => undefined);
+    await removeHostCgroup(this.cgroupRoot).catch(() => undefined);
+    this.runtime.close();
+    if (process.env.KUBELET_CHAOS_KEEP) console.error(`kept ${this.dir}`);
+    else unmountAndRemove(this.dir);
+  }
+}
+
+function httpGet(url: string, timeoutMs = 5000): Promise<{ status: number; body: string } | undefined> {
+  return new Promise((resolve) => {
+    const req = request(url, { timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', () => resolve(undefined));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}
+
+/** The containerd daemon's pid (tools/containerd's pid file), or undefined when it is not running. */
+export function containerdPid(containerd: ContainerdEnv): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(join(containerd.root, 'containerd.pid'), 'utf8'), 10);
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs one of tools/containerd's scripts. */
+export async function containerdTool(script: 'start.sh' | 'restart.sh' | 'stop.sh'): Promise<void> {
+  await execFileAsync('bash', [join(repoRoot, 'tools/containerd', script)], { maxBuffer: 16 << 20 });
+}

@@ -1,0 +1,183 @@
+import { Churn } from './churn.js';
+import {
+  apiPods,
+  nodeReadyAndRenewed,
+  nothingLeaked,
+  PodObserver,
+  podsRunOnce,
+  resourcesBack,
+  runtimeView,
+  sampleResources,
+  statusDisagreements,
+  type InvariantResult,
+  type ResourceSample,
+} from './invariants.js';
+import { ChaosNode, type ChaosNodeOptions } from './node.js';
+
+export interface ScenarioSettings {
+  /** Fault iterations (the CI variant runs one or two, the full run the issue's count). */
+  iterations: number;
+  /** The churn's top (the issue's 30). */
+  maxReplicas: number;
+  /** Pods the Deployment settles at before the faults (the baseline) and after (the invariants). */
+  settleReplicas: number;
+  /** The kubelet's sync period as the statuses must converge within it (Go's --sync-frequency, 1m). */
+  syncPeriodMs: number;
+  /** How long the kubelet's garbage collection may take to remove what deleted pods left. */
+  gcWaitMs: number;
+  /** A scenario-specific length (the API server's outage, a slow-down's duration). */
+  faultMs: number;
+  log: (line: string) => void;
+}
+
+export interface ScenarioContext {
+  node: ChaosNode;
+  churn: Churn;
+  settings: ScenarioSettings;
+  /** Waits until the kubelet is back: healthz answers ok, the node is Ready with its lease renewed since `since`, and every pod's API status agrees with containerd. Resolves with the ms since `since`. */
+  recovered(since: number, timeoutMs?: number): Promise<number>;
+  random(): number;
+}
+
+export interface FaultReport {
+  /** What was injected, e.g. "20 x SIGKILL". */
+  faults: string;
+  /** Recovery time of each fault, ms. */
+  recoveriesMs: number[];
+  /** The scenario's own invariants (adoption, request counts after a reconnect, ...). */
+  invariants?: InvariantResult[];
+  /** Figures worth printing beside the line. */
+  figures?: string[];
+}
+
+export interface Scenario {
+  name: string;
+  /** Node options (a proxy endpoint, more flags) once setup() ran. */
+  nodeOptions?(): Partial<ChaosNodeOptions>;
+  setup?(settings: ScenarioSettings): Promise<void>;
+  inject(context: ScenarioContext): Promise<FaultReport>;
+  teardown?(): Promise<void>;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  faults: string;
+  podsAffected: number;
+  invariants: InvariantResult[];
+  recoveriesMs: number[];
+  figures: string[];
+  /** The one line the issue asks for. */
+  line: string;
+  ok: boolean;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+
+/** A deterministic PRNG (mulberry32) so a failing run can be repeated with its seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Runs one scenario on a node of its own: the kubelet started and Ready, the churn Deployment settled at
+ * settleReplicas (the resource baseline), then the churn loop and the faults, then recovery, settling again and every
+ * invariant. Never throws for a broken invariant: the result says which broke.
+ */
+export async function runScenario(scenario: Scenario, settings: ScenarioSettings, options: { seed?: number } = {}): Promise<ScenarioResult> {
+  const seed = options.seed ?? Date.now() % 100000;
+  const random = seededRandom(seed);
+  const log = settings.log;
+  await scenario.setup?.(settings);
+  const node = await ChaosNode.create({ node: `chaos-${scenario.name}`, healthzPort: 10348, requestCounterPort: 10349, ...scenario.nodeOptions?.() });
+  const churn = new Churn({ kubectl: node.kubectl, namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: settings.maxReplicas, log });
+  const observer = new PodObserver(node);
+  const recovered = async (since: number, timeoutMs = 180_000): Promise<number> => {
+    let last = '';
+    for (;;) {
+      const health = await node.healthz();
+      if (health?.status === 200) {
+        try {
+          if (await nodeReadyAndRenewed(node, since)) {
+            const [pods, view] = await Promise.all([apiPods(node), runtimeView(node)]);
+            const problems = statusDisagreements(pods, view);
+            if (problems.length === 0) return Date.now() - since;
+            last = problems.slice(0, 3).join('; ');
+          } else {
+            last = 'node not Ready or lease not renewed';
+          }
+        } catch (error) {
+          last = (error as Error).message.split('\n')[0];
+        }
+      } else {
+        last = health ? `healthz ${health.status}: ${health.body.trim().split('\n').filter((l) => l.startsWith('[-]')).join(', ')}` : 'healthz does not answer';
+      }
+      if (Date.now() - since > timeoutMs) throw new Error(`${node.name} did not recover within ${seconds(timeoutMs)}: ${last}\n${node.kubelet.logTail(30)}`);
+      await sleep(500);
+    }
+  };
+  const context: ScenarioContext = { node, churn, settings, recovered, random };
+  let report: FaultReport | undefined;
+  const invariants: InvariantResult[] = [];
+  let error: Error | undefined;
+  try {
+    const startedAt = Date.now();
+    await node.start();
+    await recovered(startedAt, 120_000);
+    await churn.start({ loop: false });
+    await churn.settle(settings.settleReplicas);
+    await sleep(5000);
+    const baseline: ResourceSample = sampleResources(node.kubelet.pid);
+    log(`${scenario.name}: baseline with ${settings.settleReplicas} pods: RSS ${(baseline.rssBytes / 1048576).toFixed(0)} MiB, ${baseline.fds} fds (seed ${seed})`);
+    observer.start();
+    churn.resume();
+    report = await scenario.inject(context);
+    await churn.stop();
+    const settledIn = await churn.settle(settings.settleReplicas);
+    log(`${scenario.name}: settled at ${settings.settleReplicas} pods in ${seconds(settledIn)}`);
+    await observer.stop();
+    const [pods, view] = await Promise.all([apiPods(node), runtimeView(node)]);
+    invariants.push(podsRunOnce(pods, view));
+    const slowest = Math.max(...report.recoveriesMs);
+    invariants.push({
+      name: 'statuses converge within one sync period',
+      held: report.recoveriesMs.length > 0 && slowest <= settings.syncPeriodMs,
+      detail: `slowest recovery ${seconds(slowest)} (sync period ${seconds(settings.syncPeriodMs)})`,
+    });
+    invariants.push(observer.result());
+    invariants.push(...(await nothingLeaked(node, settings.gcWaitMs)));
+    invariants.push(...(report.invariants ?? []));
+    await sleep(5000);
+    invariants.push(resourcesBack(baseline, sampleResources(node.kubelet.pid)));
+  } catch (caught) {
+    error = caught as Error;
+    invariants.push({ name: 'the scenario ran to its end', held: false, detail: error.message });
+  } finally {
+    await churn.stop().catch(() => undefined);
+    await scenario.teardown?.().catch(() => undefined);
+    if (!error || !process.env.KUBELET_CHAOS_KEEP) await node.destroy();
+  }
+  const recoveries = report?.recoveriesMs ?? [];
+  const held = invariants.filter((invariant) => invariant.held).length;
+  const ok = held === invariants.length;
+  const line =
+    `chaos ${scenario.name}: faults ${report?.faults ?? 'none'}; pods affected ${churn.stats.podsSeen.size} (${churn.stats.cycles} churn cycles); ` +
+    `invariants ${held}/${invariants.length} held${ok ? '' : ` (broken: ${invariants.filter((i) => !i.held).map((i) => i.name).join(', ')})`}; ` +
+    `recovery p50 ${seconds(percentile(recoveries, 50))} max ${seconds(percentile(recoveries, 100))}` +
+    `${report?.figures?.length ? `; ${report.figures.join('; ')}` : ''}`;
+  return { scenario: scenario.name, faults: report?.faults ?? 'none', podsAffected: churn.stats.podsSeen.size, invariants, recoveriesMs: recoveries, figures: report?.figures ?? [], line, ok };
+}

@@ -1,0 +1,58 @@
+import { apiPods, runtimeView } from '../invariants.js';
+import type { FaultReport, Scenario, ScenarioContext } from '../scenario.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Scenario 1: the kubelet SIGKILLed at random points of its syncs (the churn keeps it starting and stopping pods),
+ * `iterations` times, and started again at once (harsher than systemd's RestartSec). It must adopt the running
+ * containers: a container that ran before a kill, of a pod that still exists and is not being deleted, still runs
+ * afterwards with the same id and the same restart count.
+ */
+export const kubeletKill: Scenario = {
+  name: 'kubelet-kill',
+  async inject(context: ScenarioContext): Promise<FaultReport> {
+    const { node, settings } = context;
+    const recoveriesMs: number[] = [];
+    const restarted: string[] = [];
+    let adopted = 0;
+    for (let i = 0; i < settings.iterations; i++) {
+      // A random point: 2-12 s into whatever the churn is doing.
+      await sleep(2000 + context.random() * 10_000);
+      const before = await runtimeView(node);
+      const restartsBefore = new Map<string, number>();
+      for (const pod of await apiPods(node).catch(() => [])) {
+        for (const status of pod.status?.containerStatuses ?? []) restartsBefore.set(`${pod.metadata.uid}/${status.name}`, status.restartCount);
+      }
+      await node.kubelet.kill();
+      const killedAt = Date.now();
+      settings.log(`kubelet-kill: SIGKILL ${i + 1}/${settings.iterations} with ${[...before.running.values()].reduce((n, m) => n + m.size, 0)} containers running`);
+      await node.start();
+      recoveriesMs.push(await context.recovered(killedAt));
+      // Adoption: the containers that ran before the kill, of pods still there and not being deleted.
+      const [pods, after] = await Promise.all([apiPods(node), runtimeView(node)]);
+      for (const pod of pods) {
+        if (pod.metadata.deletionTimestamp) continue;
+        const uid = pod.metadata.uid as string;
+        for (const [name, ids] of before.running.get(uid) ?? []) {
+          const now = after.running.get(uid)?.get(name) ?? [];
+          const status = (pod.status?.containerStatuses ?? []).find((s: { name: string }) => s.name === name);
+          if (now.includes(ids[0]) && status?.restartCount === restartsBefore.get(`${uid}/${name}`)) adopted++;
+          else restarted.push(`${pod.metadata.name}/${name} (${ids[0].slice(0, 12)} -> ${now[0]?.slice(0, 12) ?? 'none'}, restarts ${restartsBefore.get(`${uid}/${name}`)} -> ${status?.restartCount})`);
+        }
+      }
+    }
+    return {
+      faults: `${settings.iterations} x SIGKILL of the kubelet`,
+      recoveriesMs,
+      invariants: [
+        {
+          name: 'running containers adopted, not restarted',
+          held: restarted.length === 0,
+          detail: restarted.length === 0 ? `${adopted} containers adopted across ${settings.iterations} kills` : `${restarted.length} restarted: ${restarted.slice(0, 5).join('; ')}`,
+        },
+      ],
+      figures: [`${adopted} containers adopted`],
+    };
+  },
+};

@@ -1,0 +1,32 @@
+import type { ScenarioSettings } from './scenario.js';
+
+export type ScenarioName = 'kubelet-kill' | 'containerd-faults' | 'apiserver-outage';
+
+type Knobs = Pick<ScenarioSettings, 'iterations' | 'faultMs'>;
+
+/** The short variant in the test command: one or two iterations of scenarios 1 to 3. */
+export const CI_SETTINGS: Record<ScenarioName, Knobs> = {
+  'kubelet-kill': { iterations: 2, faultMs: 0 },
+  'containerd-faults': { iterations: 1, faultMs: 15_000 },
+  'apiserver-outage': { iterations: 1, faultMs: 30_000 },
+};
+
+/** The full runs (`npm run chaos`): the issue's counts and durations. */
+export const FULL_SETTINGS: Record<ScenarioName, Knobs> = {
+  'kubelet-kill': { iterations: 20, faultMs: 0 },
+  'containerd-faults': { iterations: 2, faultMs: 30_000 },
+  'apiserver-outage': { iterations: 1, faultMs: 120_000 },
+};
+
+export function scenarioSettings(name: ScenarioName, variant: 'ci' | 'full', log: (line: string) => void, overrides: Partial<ScenarioSettings> = {}): ScenarioSettings {
+  return {
+    ...(variant === 'ci' ? CI_SETTINGS : FULL_SETTINGS)[name],
+    maxReplicas: 30,
+    settleReplicas: 10,
+    // Go's --sync-frequency default.
+    syncPeriodMs: 60_000,
+    gcWaitMs: 90_000,
+    log,
+    ...overrides,
+  };
+}
