@@ -8,3 +8,4 @@ export * from './volume-workloads.js';
 export { BOOTSTRAP_GROUP, createBootstrapToken, writeBootstrapKubeconfig } from './bootstrap-token.js';
 export * from './csi-workloads.js';
 export { FleetProcess, fleetKubeconfig, type FleetGroup, type FleetNode, type FleetOptions } from './fleet-process.js';
+export * from './workloads.js';

@@ -16,6 +16,10 @@ export interface NodeAgentOptions {
   dir: string;
   staticPodPath?: string;
   extraArgs?: string[];
+  /** Extra environment for the kubelet process (e.g. LD_PRELOAD of libfaketime); merged over this process's. */
+  env?: Record<string, string>;
+  /** Node.js flags for our kubelet (e.g. `--import=<a preloaded counter>`), as KUBELET_TS_NODE_ARGS gives for every kubelet. */
+  nodeArgs?: string[];
 }
 
 /** The --cgroup-root our kubelet gets for a node unless a test names one. */
@@ -75,9 +79,9 @@ export class KubeletProcess {
     // KUBELET_TS_BIN: another build of ours, e.g. the unbundled dist/main.js, whose CPU profiles keep function names;
     // KUBELET_TS_NODE_ARGS: node flags for it (`--cpu-prof --cpu-prof-dir=...`, which NODE_OPTIONS refuses).
     const bin = process.env.KUBELET_TS_BIN ?? join(repoRoot, 'apps/kubelet/dist/kubelet.mjs');
-    const nodeArgs = process.env.KUBELET_TS_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    if (nodeArgs.length > 0) return KubeletProcess.spawn('kubelet-ts', process.execPath, [...nodeArgs, bin, ...args], options.dir);
-    return KubeletProcess.spawn('kubelet-ts', bin, args, options.dir);
+    const nodeArgs = [...(process.env.KUBELET_TS_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...(options.nodeArgs ?? [])];
+    if (nodeArgs.length > 0) return KubeletProcess.spawn('kubelet-ts', process.execPath, [...nodeArgs, bin, ...args], options.dir, options.env);
+    return KubeletProcess.spawn('kubelet-ts', bin, args, options.dir, options.env);
   }
 
   /**
@@ -118,13 +122,13 @@ export class KubeletProcess {
     return KubeletProcess.spawn('go-kubelet', join(cluster.binDir, 'kubelet'), args, options.dir);
   }
 
-  private static spawn(kind: KubeletProcess['kind'], command: string, args: string[], dir: string): KubeletProcess {
+  private static spawn(kind: KubeletProcess['kind'], command: string, args: string[], dir: string, env?: Record<string, string>): KubeletProcess {
     mkdirSync(dir, { recursive: true });
     const logFile = join(dir, 'kubelet.log');
     const logOffset = existsSync(logFile) ? statSync(logFile).size : 0;
     const fd = openSync(logFile, 'a');
     writeFileSync(fd, `---- ${new Date().toISOString()} ${command} ${args.join(' ')}\n`);
-    const child = spawn(command, args, { stdio: ['ignore', fd, fd] });
+    const child = spawn(command, args, { stdio: ['ignore', fd, fd], ...(env ? { env: { ...process.env, ...env } } : {}) });
     closeSync(fd);
     return new KubeletProcess(kind, child, logFile, logOffset);
   }
