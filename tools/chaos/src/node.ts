@@ -35,6 +35,13 @@ export interface ChaosNodeOptions {
   healthzPort?: number;
   /** Port of the preloaded API request counter (JSON on 127.0.0.1). */
   requestCounterPort?: number;
+  /**
+   * Called once the node's scratch directory exists and before the first kubelet starts: e.g. mount a small
+   * filesystem on `<dir>/root` (the kubelet's --root-dir) or `<dir>/pod-logs`. destroy() unmounts what is under dir.
+   */
+  prepareDir?(dir: string): Promise<void>;
+  /** Called after every kubelet start with the new process (e.g. to move it into a memory cgroup). */
+  onStart?(kubelet: KubeletProcess): Promise<void>;
 }
 
 export type RequestCounts = Record<string, number>;
@@ -69,6 +76,7 @@ export class ChaosNode {
     mkdirSync(dir, { recursive: true });
     const kubeconfig = await nodeKubeconfig(options.node);
     const node = new ChaosNode(options, cluster, kubectl, containerd, new RemoteRuntimeService({ endpoint: containerd.endpoint }), dir, kubeconfig);
+    await options.prepareDir?.(dir);
     await kubectl.run(['create', 'namespace', node.namespace]).catch((error: Error) => {
       if (!/AlreadyExists/.test(error.message)) throw error;
     });
@@ -112,6 +120,7 @@ export class ChaosNode {
       env: { ...counter.env, ...(this.options.env ?? {}) },
     });
     this.generations.push(this.kubelet);
+    await this.options.onStart?.(this.kubelet);
     return this.kubelet;
   }
 

@@ -1,3 +1,4 @@
+import { createServer, type AddressInfo } from 'node:net';
 import { Churn } from './churn.js';
 import {
   apiPods,
@@ -71,6 +72,18 @@ export interface ScenarioResult {
   ok: boolean;
 }
 
+/** A loopback port free now (scenarios of different names can run side by side). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function percentile(values: number[], p: number): number {
@@ -103,7 +116,7 @@ export async function runScenario(scenario: Scenario, settings: ScenarioSettings
   const random = seededRandom(seed);
   const log = settings.log;
   await scenario.setup?.(settings);
-  const node = await ChaosNode.create({ node: `chaos-${scenario.name}`, healthzPort: 10348, requestCounterPort: 10349, ...scenario.nodeOptions?.() });
+  const node = await ChaosNode.create({ node: `chaos-${scenario.name}`, healthzPort: await freePort(), requestCounterPort: await freePort(), ...scenario.nodeOptions?.() });
   const churn = new Churn({ kubectl: node.kubectl, namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: settings.maxReplicas, log });
   const observer = new PodObserver(node);
   const recovered = async (since: number, timeoutMs = 180_000): Promise<number> => {
