@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Restarts one control-plane component with the command line it was started with:
-#   tools/kube/restart.sh kube-apiserver [DOWN_SECONDS]
+#   tools/kube/restart.sh kube-apiserver [DOWN_SECONDS] [--kill]
 # DOWN_SECONDS (default 0) keeps it stopped that long first. For the kube-apiserver it waits for /readyz again.
+# --kill: SIGKILL (a crash) instead of SIGTERM and a graceful stop.
 set -euo pipefail
 
 TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +16,10 @@ case "$name" in
 esac
 [ -f "$CLUSTER_ROOT/$name.cmd" ] || kts_die "$name was never started here (no $CLUSTER_ROOT/$name.cmd): run tools/kube/start.sh"
 mapfile -d '' cmd < "$CLUSTER_ROOT/$name.cmd"
+if [ "${3:-}" = --kill ] && pid=$(cat "$CLUSTER_ROOT/$name.pid" 2>/dev/null); then
+  kts_log "killing $name (pid $pid) with SIGKILL"
+  kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+fi
 kube_stop_component "$name"
 sleep "${2:-0}"
 kube_start_component "$name" "${cmd[@]}"

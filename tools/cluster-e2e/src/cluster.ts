@@ -77,9 +77,13 @@ export async function nodeKubeconfig(node: string): Promise<string> {
   return (await runTool('node-kubeconfig.sh', [node])).trim();
 }
 
-/** Restarts one control-plane component, keeping it down for `downSeconds` first. */
-export async function restartComponent(name: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'etcd', downSeconds = 0): Promise<void> {
-  await runTool('restart.sh', [name, String(downSeconds)]);
+/** Restarts one control-plane component, keeping it down for `downSeconds` first; `kill`: SIGKILL, as a crash, instead of a graceful stop. */
+export async function restartComponent(
+  name: 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'etcd',
+  downSeconds = 0,
+  options: { kill?: boolean } = {},
+): Promise<void> {
+  await runTool('restart.sh', [name, String(downSeconds), ...(options.kill ? ['--kill'] : [])]);
 }
 
 /** An API object as kubectl prints it with -o json. */

@@ -55,7 +55,7 @@ export const apiserverOutage: Scenario = {
       const c1 = (await node.requestCounts()) ?? {};
       const steady = countsSince(c0, c1);
       settings.log(`apiserver-outage: killing kube-apiserver for ${settings.faultMs / 1000} s`);
-      await restartComponent('kube-apiserver', settings.faultMs / 1000);
+      await restartComponent('kube-apiserver', settings.faultMs / 1000, { kill: true });
       const backAt = Date.now();
       const recovery = context.recovered(backAt);
       recovery.catch(() => undefined); // awaited below, after the window
@@ -73,7 +73,7 @@ export const apiserverOutage: Scenario = {
       await sleep(2000 + context.random() * 5000);
       settings.log('apiserver-outage: restarting etcd');
       const e0 = (await node.requestCounts()) ?? {};
-      await restartComponent('etcd', 5);
+      await restartComponent('etcd', 5, { kill: true });
       const etcdRecovery = context.recovered(Date.now());
       etcdRecovery.catch(() => undefined);
       await sleep(windowMs);
