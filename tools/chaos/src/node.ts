@@ -33,6 +33,8 @@ export interface ChaosNodeOptions {
   env?: Record<string, string>;
   /** The kubelet's healthz port (default 10248 + a per-node offset is left to the caller; 0 would disable it). */
   healthzPort?: number;
+  /** The kubelet's read-only port (/metrics without authentication, for the soak's samples); default 0, off. */
+  readOnlyPort?: number;
   /** Port of the preloaded API request counter (JSON on 127.0.0.1). */
   requestCounterPort?: number;
   /**
@@ -115,7 +117,7 @@ export class ChaosNode {
       kubeconfig: this.kubeconfig,
       runtimeEndpoint: this.options.runtimeEndpoint ?? this.containerd.endpoint,
       dir: this.dir,
-      extraArgs: [`--healthz-port=${this.healthzPort}`, '--port=0', '--read-only-port=0', ...(this.options.extraArgs ?? [])],
+      extraArgs: [`--healthz-port=${this.healthzPort}`, '--port=0', `--read-only-port=${this.options.readOnlyPort ?? 0}`, ...(this.options.extraArgs ?? [])],
       nodeArgs: counter.nodeArgs,
       env: { ...counter.env, ...(this.options.env ?? {}) },
     });
@@ -127,6 +129,13 @@ export class ChaosNode {
   /** `GET /healthz` on the kubelet's healthz port: undefined when it does not answer. */
   async healthz(): Promise<{ status: number; body: string } | undefined> {
     return httpGet(`http://127.0.0.1:${this.healthzPort}/healthz?verbose`);
+  }
+
+  /** The kubelet's /metrics (Prometheus text) on its read-only port, or undefined when it does not answer. */
+  async metrics(): Promise<string | undefined> {
+    if (!this.options.readOnlyPort) throw new Error(`${this.name} has no read-only port: give ChaosNodeOptions.readOnlyPort`);
+    const answer = await httpGet(`http://127.0.0.1:${this.options.readOnlyPort}/metrics`);
+    return answer?.status === 200 ? answer.body : undefined;
   }
 
   /** The API requests the current kubelet made so far, by `VERB resource` (needs requestCounterPort). */

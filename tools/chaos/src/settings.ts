@@ -1,6 +1,16 @@
-import type { ScenarioSettings } from './scenario.js';
+import type { Scenario, ScenarioSettings } from './scenario.js';
+import { apiserverOutage } from './scenarios/apiserver-outage.js';
+import { ContainerdFaults } from './scenarios/containerd-faults.js';
+import { kubeletKill } from './scenarios/kubelet-kill.js';
 
-export type ScenarioName = 'kubelet-kill' | 'containerd-faults' | 'apiserver-outage';
+/** Every scenario by name, each made fresh for a run. */
+export const SCENARIOS = {
+  'kubelet-kill': (): Scenario => kubeletKill,
+  'containerd-faults': (): Scenario => new ContainerdFaults(),
+  'apiserver-outage': (): Scenario => apiserverOutage,
+} as const;
+
+export type ScenarioName = keyof typeof SCENARIOS;
 
 type Knobs = Pick<ScenarioSettings, 'iterations' | 'faultMs'>;
 
