@@ -39,7 +39,7 @@ status=0
 # Lint and type errors fail the run, but the tests still run so their results are visible.
 npx nx run-many -t build --output-style=static 2>&1 | tee -a "$log" || status=1
 npx nx run-many -t lint typecheck --output-style=static 2>&1 | tee -a "$log" || status=1
-npx nx run-many -t test --output-style=static --parallel=1 --exclude=@kubelet-ts/cluster-e2e 2>&1 | tee -a "$log" || status=1
+npx nx run-many -t test --output-style=static --parallel=1 --exclude=@kubelet-ts/cluster-e2e,@kubelet-ts/chaos 2>&1 | tee -a "$log" || status=1
 
 if ! wait "$kube_build_pid"; then
   echo "test-all: building the control plane failed:" >&2
@@ -51,6 +51,9 @@ tail -n 3 "$kube_build_log" >&2
 rm -f "$kube_build_log"
 # The kubelet against the real control plane (started by the suite itself with tools/kube/start.sh).
 npx nx run @kubelet-ts/cluster-e2e:test --output-style=static 2>&1 | tee -a "$log" || status=1
+# The chaos suite's CI variant (scenarios 1-3 under pod churn: the kubelet killed, containerd killed and slowed, the
+# API server down and etcd restarted) on the same control plane; the full runs and the soak are `npm run chaos`.
+npx nx run @kubelet-ts/chaos:test --output-style=static 2>&1 | tee -a "$log" || status=1
 
 node tools/tap-summary.mjs "$log" || status=1
 rm -f "$log"
