@@ -1,7 +1,10 @@
 import { httpDeployment, isPodReady, type Kubectl, type KubeObject } from '@kubelet-ts/cluster-e2e';
 
 export interface ChurnOptions {
+  /** For the user's actions (apply, scale, patch), as a user makes them. */
   kubectl: Kubectl;
+  /** For the frequent reads: a GET on the API server (ChaosNode.get), undefined for 404. */
+  get: (path: string) => Promise<KubeObject | undefined>;
   namespace: string;
   /** The node the Deployment's pods are pinned to. */
   node: string;
@@ -117,7 +120,7 @@ export class Churn {
   }
 
   async pods(): Promise<KubeObject[]> {
-    const pods = (await this.options.kubectl.json(['get', 'pods', '-n', this.options.namespace, '-l', `app=${CHURN_DEPLOYMENT}`])).items as KubeObject[];
+    const pods = ((await this.options.get(`/api/v1/namespaces/${this.options.namespace}/pods?labelSelector=app%3D${CHURN_DEPLOYMENT}`))?.items ?? []) as KubeObject[];
     for (const pod of pods) this.stats.podsSeen.add(pod.metadata.uid);
     return pods;
   }
@@ -140,7 +143,8 @@ export class Churn {
 
   /** The Deployment's controller saw its latest generation and every pod is of it, Ready. */
   private async rolledOut(replicas: number): Promise<boolean> {
-    const deployment = await this.options.kubectl.json(['get', 'deployment', '-n', this.options.namespace, CHURN_DEPLOYMENT]);
+    const deployment = await this.options.get(`/apis/apps/v1/namespaces/${this.options.namespace}/deployments/${CHURN_DEPLOYMENT}`);
+    if (!deployment) return false;
     const status = deployment.status ?? {};
     const current =
       (status.observedGeneration ?? 0) >= deployment.metadata.generation &&

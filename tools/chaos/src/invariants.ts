@@ -53,7 +53,7 @@ export async function runtimeView(node: ChaosNode): Promise<RuntimeView> {
 }
 
 export async function apiPods(node: ChaosNode): Promise<KubeObject[]> {
-  return (await node.kubectl.json(['get', 'pods', '-n', node.namespace])).items as KubeObject[];
+  return ((await node.get(`/api/v1/namespaces/${node.namespace}/pods`))?.items ?? []) as KubeObject[];
 }
 
 const terminal = (pod: KubeObject) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
@@ -277,8 +277,8 @@ export function resourcesBack(baseline: ResourceSample, now: ResourceSample): In
 /** The node Ready and its lease renewed after `since` (ms since the epoch). */
 export async function nodeReadyAndRenewed(node: ChaosNode, since: number): Promise<boolean> {
   const [object, lease] = await Promise.all([
-    node.kubectl.getOrUndefined(['node', node.name]),
-    node.kubectl.getOrUndefined(['lease', '-n', 'kube-node-lease', node.name]),
+    node.get(`/api/v1/nodes/${node.name}`),
+    node.get(`/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${node.name}`),
   ]);
   return condition(object, 'Ready')?.status === 'True' && Date.parse(lease?.spec?.renewTime ?? '0') >= since - 1000;
 }

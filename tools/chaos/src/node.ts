@@ -7,6 +7,7 @@ import { removeHostCgroup } from '@kubelet-ts/container-manager/testing';
 import { RemoteRuntimeService } from '@kubelet-ts/cri-client';
 import { readContainerdEnv, removeRuntimePods, type ContainerdEnv } from '@kubelet-ts/cri-conformance';
 import {
+  adminWireServer,
   ensureCluster,
   Kubectl,
   KubeletProcess,
@@ -14,7 +15,10 @@ import {
   ourCgroupRoot,
   repoRoot,
   unmountAndRemove,
+  wire,
   type ClusterEnv,
+  type KubeObject,
+  type WireServer,
 } from '@kubelet-ts/cluster-e2e';
 
 const execFileAsync = promisify(execFile);
@@ -106,6 +110,21 @@ export class ChaosNode {
     return this.options.healthzPort ?? 10248;
   }
 
+  /**
+   * A GET on the API server with the admin token: the object, or undefined for 404. The frequent reads of the
+   * scenarios go this way, not through a kubectl process per read (which cost more CPU than the kubelet under test).
+   */
+  async get(path: string): Promise<KubeObject | undefined> {
+    return apiGet(this.api, path);
+  }
+
+  private get api(): WireServer {
+    this.wireServer ??= adminWireServer(this.cluster);
+    return this.wireServer;
+  }
+
+  private wireServer?: WireServer;
+
   /** Starts a kubelet for the node (a new generation); the previous one must have exited. */
   async start(): Promise<KubeletProcess> {
     if (this.kubelet?.running) throw new Error(`the kubelet of ${this.name} (pid ${this.kubelet.pid}) still runs`);
@@ -161,6 +180,14 @@ export class ChaosNode {
     if (process.env.KUBELET_CHAOS_KEEP) console.error(`kept ${this.dir}`);
     else unmountAndRemove(this.dir);
   }
+}
+
+/** A GET on the API server: the object, undefined for 404, an error naming the status otherwise. */
+export async function apiGet(server: WireServer, path: string): Promise<KubeObject | undefined> {
+  const response = await wire(server, 'GET', path);
+  if (response.status === 404) return undefined;
+  if (response.status !== 200) throw new Error(`GET ${path}: ${response.status} ${typeof response.body === 'object' ? response.body?.message : String(response.body).slice(0, 200)}`);
+  return response.body as KubeObject;
 }
 
 function httpGet(url: string, timeoutMs = 5000): Promise<{ status: number; body: string } | undefined> {

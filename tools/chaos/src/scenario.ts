@@ -117,7 +117,7 @@ export async function runScenario(scenario: Scenario, settings: ScenarioSettings
   const log = settings.log;
   await scenario.setup?.(settings);
   const node = await ChaosNode.create({ node: `chaos-${scenario.name}`, healthzPort: await freePort(), requestCounterPort: await freePort(), ...scenario.nodeOptions?.() });
-  const churn = new Churn({ kubectl: node.kubectl, namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: settings.maxReplicas, log });
+  const churn = new Churn({ kubectl: node.kubectl, get: (path) => node.get(path), namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: settings.maxReplicas, log });
   const observer = new PodObserver(node);
   const recovered = async (since: number, timeoutMs = 180_000): Promise<number> => {
     let last = '';

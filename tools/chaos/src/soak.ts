@@ -75,7 +75,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const every = options.sampleEveryMs ?? 60_000;
   const warmup = options.warmupMs ?? Math.min(Math.max(options.durationMs / 6, 5 * 60_000), options.durationMs / 2);
   const node = await ChaosNode.create({ node: 'chaos-soak', healthzPort: await freePort(), readOnlyPort: await freePort() });
-  const churn = new Churn({ kubectl: node.kubectl, namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: options.maxReplicas ?? 30, log: () => undefined });
+  const churn = new Churn({ kubectl: node.kubectl, get: (path) => node.get(path), namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: options.maxReplicas ?? 30, log: () => undefined });
   const samples: SoakSample[] = [];
   const started = Date.now();
   try {
