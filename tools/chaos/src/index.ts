@@ -3,7 +3,7 @@
 export * from './cri-proxy.js';
 export { Churn, CHURN_DEPLOYMENT, type ChurnOptions, type ChurnStats } from './churn.js';
 export * from './invariants.js';
-export { ChaosNode, containerdPid, containerdTool, type ChaosNodeOptions, type RequestCounts } from './node.js';
+export { acquireRuntimeLock, apiGet, ChaosNode, containerdPid, containerdTool, type ChaosNodeOptions, type RequestCounts } from './node.js';
 export { runScenario, seededRandom, type FaultReport, type Scenario, type ScenarioContext, type ScenarioResult, type ScenarioSettings } from './scenario.js';
 export { kubeletKill } from './scenarios/kubelet-kill.js';
 export { ContainerdFaults } from './scenarios/containerd-faults.js';

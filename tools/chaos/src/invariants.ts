@@ -203,6 +203,7 @@ export class PodObserver {
   private readonly resets: string[] = [];
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
+  private stopped = false;
   samples = 0;
 
   constructor(
@@ -217,6 +218,8 @@ export class PodObserver {
   }
 
   async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
     clearInterval(this.timer);
     await this.polling;
     await this.sample();

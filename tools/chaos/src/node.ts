@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -219,4 +219,50 @@ export function containerdPid(containerd: ContainerdEnv): number | undefined {
 /** Runs one of tools/containerd's scripts. */
 export async function containerdTool(script: 'start.sh' | 'restart.sh' | 'stop.sh'): Promise<void> {
   await execFileAsync('bash', [join(repoRoot, 'tools/containerd', script)], { maxBuffer: 16 << 20 });
+}
+
+/**
+ * One kubelet on a containerd at a time: a kubelet owns its runtime and kills the pods it does not know (Go's
+ * HandlePodCleanups does the same), so two nodes on one containerd stop each other's pods. A scenario (or the soak)
+ * holds this lock, a directory under the containerd root with the holder's pid, for its whole run; the next one
+ * waits. A holder that died leaves a stale lock, which is taken over.
+ */
+export async function acquireRuntimeLock(containerd: ContainerdEnv, owner: string, log: (line: string) => void = () => undefined): Promise<() => void> {
+  const dir = join(containerd.root, 'chaos.lock');
+  let announced = false;
+  for (;;) {
+    try {
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'owner'), `${process.pid} ${owner}\n`);
+      return () => rmSync(dir, { recursive: true, force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    let holder = '';
+    try {
+      holder = readFileSync(join(dir, 'owner'), 'utf8').trim();
+    } catch {
+      // being written or removed: look again
+    }
+    const pid = Number.parseInt(holder, 10);
+    if (holder && !processAlive(pid)) {
+      rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    if (!announced && holder) {
+      log(`${owner}: waiting for ${dir} (held by pid ${holder}): one kubelet per containerd, or they stop each other's pods`);
+      announced = true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }

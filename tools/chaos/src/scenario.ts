@@ -13,7 +13,8 @@ import {
   type InvariantResult,
   type ResourceSample,
 } from './invariants.js';
-import { ChaosNode, type ChaosNodeOptions } from './node.js';
+import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { acquireRuntimeLock, ChaosNode, type ChaosNodeOptions } from './node.js';
 
 export interface ScenarioSettings {
   /** Fault iterations (the CI variant runs one or two, the full run the issue's count). */
@@ -115,6 +116,16 @@ export async function runScenario(scenario: Scenario, settings: ScenarioSettings
   const seed = options.seed ?? Date.now() % 100000;
   const random = seededRandom(seed);
   const log = settings.log;
+  const release = await acquireRuntimeLock(readContainerdEnv(), `chaos ${scenario.name}`, log);
+  try {
+    return await runLocked(scenario, settings, seed, random);
+  } finally {
+    release();
+  }
+}
+
+async function runLocked(scenario: Scenario, settings: ScenarioSettings, seed: number, random: () => number): Promise<ScenarioResult> {
+  const log = settings.log;
   await scenario.setup?.(settings);
   const node = await ChaosNode.create({ node: `chaos-${scenario.name}`, healthzPort: await freePort(), requestCounterPort: await freePort(), ...scenario.nodeOptions?.() });
   const churn = new Churn({ kubectl: node.kubectl, get: (path) => node.get(path), namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: settings.maxReplicas, log });
@@ -180,6 +191,7 @@ export async function runScenario(scenario: Scenario, settings: ScenarioSettings
     error = caught as Error;
     invariants.push({ name: 'the scenario ran to its end', held: false, detail: error.message });
   } finally {
+    await observer.stop().catch(() => undefined);
     await churn.stop().catch(() => undefined);
     await scenario.teardown?.().catch(() => undefined);
     if (!error || !process.env.KUBELET_CHAOS_KEEP) await node.destroy();

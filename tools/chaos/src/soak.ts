@@ -1,6 +1,7 @@
 import { Churn } from './churn.js';
 import { sampleResources } from './invariants.js';
-import { ChaosNode } from './node.js';
+import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
+import { acquireRuntimeLock, ChaosNode } from './node.js';
 import { freePort } from './scenario.js';
 
 export interface SoakOptions {
@@ -74,6 +75,15 @@ const HOUR = 3_600_000;
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const every = options.sampleEveryMs ?? 60_000;
   const warmup = options.warmupMs ?? Math.min(Math.max(options.durationMs / 6, 5 * 60_000), options.durationMs / 2);
+  const release = await acquireRuntimeLock(readContainerdEnv(), 'chaos soak', options.log);
+  try {
+    return await soakLocked(options, every, warmup);
+  } finally {
+    release();
+  }
+}
+
+async function soakLocked(options: SoakOptions, every: number, warmup: number): Promise<SoakResult> {
   const node = await ChaosNode.create({ node: 'chaos-soak', healthzPort: await freePort(), readOnlyPort: await freePort() });
   const churn = new Churn({ kubectl: node.kubectl, get: (path) => node.get(path), namespace: node.namespace, node: node.name, image: node.containerd.busyboxImage, maxReplicas: options.maxReplicas ?? 30, log: () => undefined });
   const samples: SoakSample[] = [];
