@@ -128,17 +128,17 @@ export class ChaosNode {
   /** Starts a kubelet for the node (a new generation); the previous one must have exited. */
   async start(): Promise<KubeletProcess> {
     if (this.kubelet?.running) throw new Error(`the kubelet of ${this.name} (pid ${this.kubelet.pid}) still runs`);
-    const counter: { nodeArgs: string[]; env: Record<string, string> } = this.options.requestCounterPort
-      ? { nodeArgs: [`--import=${REQUEST_COUNTER}`], env: { FLEET_COUNT_API: new URL(this.cluster.server).host, FLEET_COUNT_PORT: String(this.options.requestCounterPort) } }
-      : { nodeArgs: [], env: {} };
+    // NODE_OPTIONS, not node flags: the binary then starts through its shebang, with the V8 settings it ships with.
+    const counterEnv: Record<string, string> = this.options.requestCounterPort
+      ? { NODE_OPTIONS: `--import=${REQUEST_COUNTER}`, FLEET_COUNT_API: new URL(this.cluster.server).host, FLEET_COUNT_PORT: String(this.options.requestCounterPort) }
+      : {};
     this.kubelet = await KubeletProcess.startOurs({
       node: this.name,
       kubeconfig: this.kubeconfig,
       runtimeEndpoint: this.options.runtimeEndpoint ?? this.containerd.endpoint,
       dir: this.dir,
       extraArgs: [`--healthz-port=${this.healthzPort}`, '--port=0', `--read-only-port=${this.options.readOnlyPort ?? 0}`, ...(this.options.extraArgs ?? [])],
-      nodeArgs: counter.nodeArgs,
-      env: { ...counter.env, ...(this.options.env ?? {}) },
+      env: { ...counterEnv, ...(this.options.env ?? {}) },
     });
     this.generations.push(this.kubelet);
     await this.options.onStart?.(this.kubelet);
