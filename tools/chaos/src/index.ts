@@ -10,3 +10,5 @@ export { ContainerdFaults } from './scenarios/containerd-faults.js';
 export { apiserverOutage, countsSince, noRelistStorm, MAX_LISTS_PER_RESOURCE_AFTER_RECONNECT } from './scenarios/apiserver-outage.js';
 export { CI_SETTINGS, FULL_SETTINGS, SCENARIOS, scenarioSettings, type ScenarioName } from './settings.js';
 export { metricValue, runSoak, slope, type SoakOptions, type SoakResult, type SoakSample } from './soak.js';
+export { ClockJump, CLOCK_JUMPS, LIBFAKETIME, restartGaps } from './scenarios/clock-jump.js';
+export { KubeletMemory, KUBELET_MEMORY_CGROUP, type KubeletMemoryOptions } from './scenarios/kubelet-memory.js';

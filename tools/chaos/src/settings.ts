@@ -1,13 +1,17 @@
 import type { Scenario, ScenarioSettings } from './scenario.js';
 import { apiserverOutage } from './scenarios/apiserver-outage.js';
+import { ClockJump } from './scenarios/clock-jump.js';
 import { ContainerdFaults } from './scenarios/containerd-faults.js';
 import { kubeletKill } from './scenarios/kubelet-kill.js';
+import { KubeletMemory } from './scenarios/kubelet-memory.js';
 
 /** Every scenario by name, each made fresh for a run. */
 export const SCENARIOS = {
   'kubelet-kill': (): Scenario => kubeletKill,
   'containerd-faults': (): Scenario => new ContainerdFaults(),
   'apiserver-outage': (): Scenario => apiserverOutage,
+  'clock-jump': (): Scenario => new ClockJump(),
+  'kubelet-memory': (): Scenario => new KubeletMemory({ limitFactor: Number(process.env.KUBELET_CHAOS_MEMORY_FACTOR ?? 1.15) }),
 } as const;
 
 export type ScenarioName = keyof typeof SCENARIOS;
@@ -19,6 +23,8 @@ export const CI_SETTINGS: Record<ScenarioName, Knobs> = {
   'kubelet-kill': { iterations: 2, faultMs: 0 },
   'containerd-faults': { iterations: 1, faultMs: 15_000 },
   'apiserver-outage': { iterations: 1, faultMs: 30_000 },
+  'clock-jump': { iterations: 1, faultMs: 45_000 },
+  'kubelet-memory': { iterations: 1, faultMs: 120_000 },
 };
 
 /** The full runs (`npm run chaos`): the issue's counts and durations. */
@@ -26,6 +32,8 @@ export const FULL_SETTINGS: Record<ScenarioName, Knobs> = {
   'kubelet-kill': { iterations: 20, faultMs: 0 },
   'containerd-faults': { iterations: 2, faultMs: 30_000 },
   'apiserver-outage': { iterations: 1, faultMs: 120_000 },
+  'clock-jump': { iterations: 1, faultMs: 45_000 },
+  'kubelet-memory': { iterations: 1, faultMs: 300_000 },
 };
 
 export function scenarioSettings(name: ScenarioName, variant: 'ci' | 'full', log: (line: string) => void, overrides: Partial<ScenarioSettings> = {}): ScenarioSettings {
