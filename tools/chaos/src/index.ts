@@ -4,7 +4,7 @@ export * from './cri-proxy.js';
 export { Churn, CHURN_DEPLOYMENT, type ChurnOptions, type ChurnStats } from './churn.js';
 export * from './invariants.js';
 export { acquireRuntimeLock, apiGet, ChaosNode, containerdPid, containerdTool, type ChaosNodeOptions, type RequestCounts } from './node.js';
-export { runScenario, seededRandom, type FaultReport, type Scenario, type ScenarioContext, type ScenarioResult, type ScenarioSettings } from './scenario.js';
+export { freePort, runScenario, seededRandom, type FaultReport, type RecoveredOptions, type Scenario, type ScenarioContext, type ScenarioResult, type ScenarioSettings } from './scenario.js';
 export { kubeletKill } from './scenarios/kubelet-kill.js';
 export { ContainerdFaults } from './scenarios/containerd-faults.js';
 export { apiserverOutage, countsSince, noRelistStorm, MAX_LISTS_PER_RESOURCE_AFTER_RECONNECT } from './scenarios/apiserver-outage.js';

@@ -26,6 +26,8 @@ const BELOW_MIB = 24;
 const HIGH_PRIORITY_CLASS = 'chaos-disk-pressure-high';
 const HIGH_PRIORITY = 1000;
 const TAINT = 'node.kubernetes.io/disk-pressure';
+/** How long the kubelet reuses a volume's du (Go's --volume-stats-agg-period default). */
+const VOLUME_STATS_PERIOD_MS = 60_000;
 
 /** One pod that writes `writeMiB` into an emptyDir and then sleeps. */
 interface Filler {
@@ -300,6 +302,9 @@ export class DiskPressure implements Scenario {
         180_000,
       );
       const before = await podsNamed();
+      // The volumes' du is cached for a minute (Go's --volume-stats-agg-period, as ours): let every filler's usage be
+      // measured after its write, or the ranking would see a stale (empty) volume, as Go's would.
+      await sleep(VOLUME_STATS_PERIOD_MS + 5000);
 
       // Phase 1: the host fills the rest to BELOW_MIB under the threshold.
       const free = availableBytes(root);

@@ -1,4 +1,5 @@
-import { apiPods, runtimeView } from '../invariants.js';
+import { apiPods, type InvariantResult, runtimeView } from '../invariants.js';
+import { metricValue } from '../soak.js';
 import type { FaultReport, Scenario, ScenarioContext } from '../scenario.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -42,10 +43,13 @@ export const kubeletKill: Scenario = {
         }
       }
     }
+    const stall = await stalledLoop(context);
+    recoveriesMs.push(stall.recoveryMs);
     return {
-      faults: `${settings.iterations} x SIGKILL of the kubelet`,
+      faults: `${settings.iterations} x SIGKILL of the kubelet + its event loop stalled ${STALL_MS / 1000}s (SIGSTOP)`,
       recoveriesMs,
       invariants: [
+        stall.invariant,
         {
           name: 'running containers adopted, not restarted',
           held: restarted.length === 0,
@@ -56,3 +60,34 @@ export const kubeletKill: Scenario = {
     };
   },
 };
+
+/** Longer than the EventLoopMonitor's 10 s threshold. */
+const STALL_MS = 12_000;
+
+/**
+ * Scenario 8's check on a real kubelet: its event loop stalled (the process SIGSTOPped for 12 s, as a loop blocked by
+ * a long synchronous task would be) must show in healthz (`[-]eventloop failed`) and in /metrics
+ * (nodejs_eventloop_lag_max_seconds over the threshold), and the kubelet must recover by itself.
+ */
+async function stalledLoop(context: ScenarioContext): Promise<{ invariant: InvariantResult; recoveryMs: number }> {
+  const { node, settings } = context;
+  await node.metrics(); // resets the delay statistics: the next scrape covers the stall
+  process.kill(node.kubelet.pid, 'SIGSTOP');
+  settings.log(`kubelet-kill: SIGSTOP the kubelet for ${STALL_MS / 1000} s`);
+  await sleep(STALL_MS);
+  process.kill(node.kubelet.pid, 'SIGCONT');
+  const resumedAt = Date.now();
+  const health = await node.healthz();
+  const metrics = (await node.metrics()) ?? '';
+  const lagMax = metricValue(metrics, 'nodejs_eventloop_lag_max_seconds');
+  const failed = health?.status === 500 && /\[-\]eventloop failed/.test(health.body);
+  const recoveryMs = await context.recovered(resumedAt, undefined, { allowFailing: ['eventloop'] });
+  return {
+    recoveryMs,
+    invariant: {
+      name: 'a stalled event loop shows in healthz and /metrics',
+      held: failed && lagMax >= 10,
+      detail: `healthz ${health?.status} ${health?.body.split('\n').filter((line) => line.includes('eventloop')).join(' ')}; nodejs_eventloop_lag_max_seconds ${lagMax}`,
+    },
+  };
+}
