@@ -10,6 +10,12 @@ export type { MemoryEvents, PressureStats, PsiData, PsiStats } from './types.js'
 
 export const DEFAULT_CGROUP_MOUNT_ROOT = '/sys/fs/cgroup';
 
+/**
+ * Where systemd's "hybrid" layout mounts a cgroup2 hierarchy beside the v1 ones (runc: hybridMountpoint,
+ * IsCgroup2HybridMode). It has no controllers; runc (1.0+) makes every container's cgroup there too.
+ */
+const HYBRID_UNIFIED_DIR = 'unified';
+
 /** The v1 hierarchies libcontainer creates a cgroup in (name=systemd is mounted as `systemd`). */
 export const V1_SUBSYSTEMS = [
   'cpuset',
@@ -127,6 +133,7 @@ export class CgroupfsManager implements CgroupManager {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private mounts?: Promise<Map<string, string>>;
+  private hybridMount?: Promise<string | undefined>;
 
   constructor(opts: CgroupfsManagerOptions) {
     this.version = opts.version;
@@ -162,6 +169,31 @@ export class CgroupfsManager implements CgroupManager {
       if (entry !== undefined) mounts.set(subsystem, join(this.mountRoot, entry));
     }
     return mounts;
+  }
+
+  /**
+   * v1 on a hybrid host: the cgroup2 hierarchy mounted at `<mountRoot>/unified` (a directory there with
+   * cgroup.controllers, as runc's IsCgroup2HybridMode checks its filesystem type); undefined when there is none,
+   * and always on v2.
+   */
+  hybridUnifiedMount(): Promise<string | undefined> {
+    if (this.version === 'v2') return Promise.resolve(undefined);
+    this.hybridMount ??= this.discoverHybridMount().catch((err: unknown) => {
+      this.hybridMount = undefined;
+      throw err;
+    });
+    return this.hybridMount;
+  }
+
+  private async discoverHybridMount(): Promise<string | undefined> {
+    const mount = join(this.mountRoot, HYBRID_UNIFIED_DIR);
+    return (await this.fs.exists(join(mount, 'cgroup.controllers'))) ? mount : undefined;
+  }
+
+  /** The cgroup's directory in the unified hierarchy of a hybrid host; undefined when the host is not hybrid. */
+  private async hybridPath(name: CgroupName): Promise<string | undefined> {
+    const mount = await this.hybridUnifiedMount();
+    return mount === undefined ? undefined : cgroupDir(mount, name);
   }
 
   /** Go: buildCgroupPaths (v1): the cgroup's directory in every mounted hierarchy. */
@@ -400,10 +432,17 @@ export class CgroupfsManager implements CgroupManager {
     }
   }
 
-  /** The names of the child cgroups of a cgroup, in any hierarchy (Go scans every mount in GetAllPodsFromCgroups). */
+  /**
+   * The names of the child cgroups of a cgroup, in any hierarchy (Go scans every mount in GetAllPodsFromCgroups).
+   * On a hybrid host the unified hierarchy counts too, so that a pod cgroup left only there (by runc, or by a
+   * kubelet before destroy removed it there) is found as an orphan and destroyed; Go's v1 mounts leave it out.
+   */
   async listChildren(name: CgroupName): Promise<string[]> {
     const children = new Set<string>();
-    for (const path of (await this.paths(name)).values()) {
+    const paths = [...(await this.paths(name)).values()];
+    const hybrid = await this.hybridPath(name);
+    if (hybrid !== undefined) paths.push(hybrid);
+    for (const path of paths) {
       for (const child of await this.cgroupChildren(path)) children.add(child);
     }
     return [...children].sort();
@@ -437,11 +476,23 @@ export class CgroupfsManager implements CgroupManager {
   /**
    * libcontainer RemovePaths: up to 5 passes over the paths, 10 ms then doubling between them. On v2 a pass skips
    * the rmdir while cgroup.events says `populated 1` (the kernel would refuse it with EBUSY).
+   *
+   * v1 on a hybrid host: the cgroup's directory in the unified hierarchy is removed too (children first, in the same
+   * passes; runc keys it "", which here is the v2 path's key). runc makes it for every container (mkdir -p of the pod's directory and its
+   * parents) and removes only its container's leaf, so without this every deleted pod leaves a `pod<uid>` cgroup
+   * there for good. Go v1.20 leaks it (buildCgroupPaths lists the v1 mounts only, and its runc 1.0.0-rc92 has no
+   * hybrid path); newer Go removes it through runc's fs manager, whose paths include "" on a hybrid host. Unlike
+   * runc, a failure there is logged and never fails the destroy of the v1 cgroup: the v1 hierarchies hold the
+   * processes and limits, and housekeeping (listChildren) finds a pod left only in the unified hierarchy again.
    */
   async destroy(name: CgroupName): Promise<void> {
     const remaining = await this.paths(name);
+    // The unified hierarchy's root (name []) is a mount and holds the rest of the system's cgroups: never removed.
+    const hybrid = name.length > 0 ? await this.hybridPath(name) : undefined;
+    if (hybrid !== undefined) remaining.set(HYBRID_UNIFIED_DIR, hybrid);
     let delay = 10;
     let lastError: unknown;
+    let unifiedError: unknown;
     for (let attempt = 0; attempt < 5 && remaining.size > 0; attempt++) {
       if (attempt > 0) {
         await this.clock.sleep(delay);
@@ -456,9 +507,18 @@ export class CgroupfsManager implements CgroupManager {
           await this.removeAll(path);
           remaining.delete(subsystem);
         } catch (err) {
-          lastError = err;
+          if (this.version === 'v1' && subsystem === HYBRID_UNIFIED_DIR) unifiedError = err;
+          else lastError = err;
         }
       }
+    }
+    if (this.version === 'v1' && remaining.has(HYBRID_UNIFIED_DIR)) {
+      this.logger.warn('Failed to remove the cgroup in the unified hierarchy of a hybrid cgroup host', {
+        cgroupName: formatCgroupName(name),
+        path: remaining.get(HYBRID_UNIFIED_DIR),
+        err: errorMessage(unifiedError),
+      });
+      remaining.delete(HYBRID_UNIFIED_DIR);
     }
     if (remaining.size === 0) return;
     const detail =

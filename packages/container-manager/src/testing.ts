@@ -26,6 +26,12 @@ export interface FakeCgroupFsOptions {
   psi?: boolean;
   /** v2: whether the kernel has cgroup.kill (Linux 5.14+). Default true. */
   cgroupKill?: boolean;
+  /**
+   * v1: a cgroup2 hierarchy mounted at `<root>/unified` as well, with no controllers (systemd's "hybrid" layout,
+   * where runc makes each container's cgroup too). Its cgroups have the v2 core files and follow the v2 rules
+   * (a process is in one cgroup of it, cgroup.events, cgroup.kill, rmdir EBUSY). Default false.
+   */
+  hybrid?: boolean;
   /** The root cpuset's cpus and mems. Default '0-3' and '0'. */
   cpus?: string;
   mems?: string;
@@ -120,6 +126,8 @@ function inKernelOrder(controllers: Iterable<string>): string[] {
 export class FakeCgroupFs implements CgroupFs {
   readonly version: CgroupVersion;
   readonly root: string;
+  /** v1 with `hybrid`: where the cgroup2 hierarchy is mounted (`<root>/unified`); undefined otherwise. */
+  readonly unifiedRoot?: string;
   /** Every successful writeFile, in order. */
   readonly writes: Array<{ path: string; data: string }> = [];
   /** v2: the pids killed through cgroup.kill or simulateOomKill, in order. */
@@ -154,6 +162,12 @@ export class FakeCgroupFs implements CgroupFs {
     this.cpus = opts.cpus ?? '0-3';
     this.mems = opts.mems ?? '0';
     this.dirs.add(this.root);
+    if (opts.hybrid && this.version !== 'v1') throw new Error('FakeCgroupFs: hybrid is a v1 layout (v1 hierarchies and a cgroup2 one at <root>/unified)');
+    if (opts.hybrid) {
+      this.unifiedRoot = join(this.root, 'unified');
+      this.dirs.add(this.unifiedRoot);
+      this.addCgroupFiles(this.unifiedRoot, true);
+    }
     if (this.version === 'v1') {
       for (const subsystem of opts.subsystems ?? DEFAULT_V1_SUBSYSTEMS) {
         const mount = join(this.root, subsystem);
@@ -194,14 +208,53 @@ export class FakeCgroupFs implements CgroupFs {
     throw fsError(hit.code, syscall, path);
   }
 
-  /** The v1 subsystems of the hierarchy a path is in ([] for v2). */
+  /** v1 with `hybrid`: whether a path is in the cgroup2 hierarchy at `<root>/unified`. */
+  private isUnified(path: string): boolean {
+    return this.unifiedRoot !== undefined && (path === this.unifiedRoot || path.startsWith(`${this.unifiedRoot}/`));
+  }
+
+  /** Whether a path is in a cgroup2 hierarchy (all of a v2 fs, the unified one of a hybrid v1 fs). */
+  private isV2Path(path: string): boolean {
+    return this.version === 'v2' || this.isUnified(path);
+  }
+
+  /** The mount of the hierarchy a path is in: the root on v2, `<root>/unified` or `<root>/<subsystems>` on v1. */
+  private hierarchyOf(path: string): string {
+    if (this.version === 'v2') return this.root;
+    if (this.isUnified(path)) return this.unifiedRoot!;
+    return join(this.root, path.slice(this.root.length + 1).split('/')[0]);
+  }
+
+  /** The v1 subsystems of the hierarchy a path is in ([] for v2 and the unified hierarchy of a hybrid fs). */
   private subsystemsOf(path: string): string[] {
-    if (this.version === 'v2') return [];
+    if (this.isV2Path(path)) return [];
     return path.slice(this.root.length + 1).split('/')[0].split(',');
   }
 
   private addCgroupFiles(dir: string, isRoot: boolean): void {
     const set = (file: string, value: string) => this.files.set(join(dir, file), value);
+    if (this.isUnified(dir)) {
+      // The unified hierarchy of a hybrid host: the v2 core files, no controllers (they are all bound to v1).
+      set('cgroup.procs', '');
+      set('cgroup.threads', '');
+      set('cgroup.controllers', '\n');
+      set('cgroup.subtree_control', '\n');
+      set('cgroup.max.depth', 'max\n');
+      set('cgroup.max.descendants', 'max\n');
+      set('cgroup.stat', '');
+      set('cpu.stat', 'usage_usec 0\nuser_usec 0\nsystem_usec 0\n');
+      if (!isRoot) {
+        set('cgroup.type', 'domain\n');
+        set('cgroup.events', '');
+        set('cgroup.freeze', '0\n');
+        if (this.cgroupKill) set('cgroup.kill', '');
+      }
+      if (this.psi) {
+        for (const file of ['cpu.pressure', 'memory.pressure', 'io.pressure']) set(file, PSI_EMPTY);
+        set('cgroup.pressure', '1\n');
+      }
+      return;
+    }
     if (this.version === 'v2') {
       // The core files (kernel/cgroup/cgroup.c cgroup_base_files and cgroup_psi_files).
       set('cgroup.procs', '');
@@ -338,13 +391,13 @@ export class FakeCgroupFs implements CgroupFs {
     const content = this.files.get(path);
     if (content === undefined) throw fsError(this.dirs.has(path) ? 'EISDIR' : 'ENOENT', 'open', path);
     // cgroup_seqfile_show: a file with no show handler fails the read (not the open) with EINVAL.
-    if (this.version === 'v2' && V2_WRITE_ONLY.has(basename(path))) throw fsError('EINVAL', 'read', path);
+    if (this.isV2Path(path) && V2_WRITE_ONLY.has(basename(path))) throw fsError('EINVAL', 'read', path);
     return this.dynamicContent(path) ?? content;
   }
 
   /** v2: the content of a file the kernel computes when it is read (cgroup.events, cgroup.stat, memory.events). */
   private dynamicContent(path: string): string | undefined {
-    if (this.version !== 'v2' || !this.files.has(path)) return undefined;
+    if (!this.isV2Path(path) || !this.files.has(path)) return undefined;
     const file = basename(path);
     const dir = dirname(path);
     if (file === 'cgroup.events') return `populated ${this.populated(dir) ? 1 : 0}\nfrozen ${this.frozen(dir) ? 1 : 0}\n`;
@@ -359,7 +412,7 @@ export class FakeCgroupFs implements CgroupFs {
   async writeFile(path: string, data: string): Promise<void> {
     this.maybeFail('writeFile', path);
     if (!this.files.has(path)) throw fsError(this.dirs.has(path) ? 'EISDIR' : 'EACCES', 'open', path);
-    if (this.version === 'v2') {
+    if (this.isV2Path(path)) {
       this.writeV2(path, data);
       this.writes.push({ path, data });
       return;
@@ -514,7 +567,7 @@ export class FakeCgroupFs implements CgroupFs {
     if (enable.size === 0 && disable.size === 0) return;
     // cgroup_vet_subtree_control_enable: the root may mix; a cgroup with processes of its own may enable only
     // thread-aware controllers, and only while it could still become a thread root.
-    if (enable.size > 0 && dir !== this.root) {
+    if (enable.size > 0 && dir !== this.hierarchyOf(dir)) {
       const domainEnable = [...enable].some((c) => !THREADED_CONTROLLERS.includes(c));
       if ((domainEnable || !this.canBeThreadRoot(dir)) && this.processes(dir).length > 0) fail('EBUSY');
     }
@@ -526,21 +579,23 @@ export class FakeCgroupFs implements CgroupFs {
 
   /** cgroup_can_be_thread_root: no populated child and no domain controller enabled below it. */
   private canBeThreadRoot(dir: string): boolean {
-    if (dir === this.root) return true;
+    if (dir === this.hierarchyOf(dir)) return true;
     if (this.childDirs(dir).some((child) => this.populated(child))) return false;
     return this.subtreeOf(dir).every((c) => THREADED_CONTROLLERS.includes(c));
   }
 
   /** cgroup_migrate_vet_dst: the errno for moving a process into a cgroup, or undefined when allowed. */
   private migrateError(dir: string): string | undefined {
-    if (dir === this.root || this.canBeThreadRoot(dir)) return undefined;
+    if (dir === this.hierarchyOf(dir) || this.canBeThreadRoot(dir)) return undefined;
     return this.subtreeOf(dir).length > 0 ? 'EBUSY' : undefined;
   }
 
+  /** The process leaves its cgroup in dir's hierarchy (a hybrid fs's v1 hierarchies keep theirs) and joins dir. */
   private moveProcess(dir: string, pid: number): void {
     this.exited.delete(pid);
+    const top = this.hierarchyOf(dir);
     for (const [file, content] of this.files) {
-      if (basename(file) !== 'cgroup.procs') continue;
+      if (basename(file) !== 'cgroup.procs' || !(file.startsWith(`${top}/`) || top === this.root)) continue;
       const procs = content.split('\n').filter((line) => line !== '' && line !== String(pid));
       this.files.set(file, procs.length > 0 ? procs.join('\n') + '\n' : '');
     }
@@ -571,7 +626,8 @@ export class FakeCgroupFs implements CgroupFs {
   }
 
   private frozen(dir: string): boolean {
-    for (let d = dir; d !== this.root && d.startsWith(this.root); d = dirname(d)) {
+    const top = this.hierarchyOf(dir);
+    for (let d = dir; d !== top && d.startsWith(top); d = dirname(d)) {
       if (this.files.get(join(d, 'cgroup.freeze')) === '1\n') return true;
     }
     return false;
@@ -633,15 +689,16 @@ export class FakeCgroupFs implements CgroupFs {
     if (this.dirs.has(path) || this.files.has(path)) throw fsError('EEXIST', 'mkdir', path);
     if (!this.dirs.has(dirname(path)) || path === this.root || !path.startsWith(`${this.root}/`)) throw fsError('ENOENT', 'mkdir', path);
     if (this.version === 'v1' && dirname(path) === this.root) throw fsError('EACCES', 'mkdir', path);
-    if (this.version === 'v2') {
+    if (this.isV2Path(path)) {
       // cgroup_check_hierarchy_limits: every ancestor's cgroup.max.depth and cgroup.max.descendants.
+      const top = this.hierarchyOf(path);
       let depth = 1;
       for (let d = dirname(path); ; d = dirname(d), depth++) {
         const maxDepth = this.files.get(join(d, 'cgroup.max.depth'))?.trim();
         const maxDescendants = this.files.get(join(d, 'cgroup.max.descendants'))?.trim();
         if (maxDepth !== undefined && maxDepth !== 'max' && depth > Number(maxDepth)) throw fsError('EAGAIN', 'mkdir', path);
         if (maxDescendants !== undefined && maxDescendants !== 'max' && this.dirsUnder(d).length >= Number(maxDescendants)) throw fsError('EAGAIN', 'mkdir', path);
-        if (d === this.root) break;
+        if (d === top) break;
       }
     }
     this.dirs.add(path);
@@ -651,7 +708,7 @@ export class FakeCgroupFs implements CgroupFs {
   async rmdir(path: string): Promise<void> {
     this.maybeFail('rmdir', path);
     if (!this.dirs.has(path)) throw fsError(this.files.has(path) ? 'ENOTDIR' : 'ENOENT', 'rmdir', path);
-    if (this.childDirs(path).length > 0 || this.processes(path).length > 0 || path === this.root) throw fsError('EBUSY', 'rmdir', path);
+    if (this.childDirs(path).length > 0 || this.processes(path).length > 0 || path === this.root || path === this.unifiedRoot) throw fsError('EBUSY', 'rmdir', path);
     this.dirs.delete(path);
     this.memoryEvents.delete(path);
     this.memoryEventsLocal.delete(path);
@@ -704,12 +761,13 @@ export class FakeCgroupFs implements CgroupFs {
   }
 
   /**
-   * Puts a process in a cgroup directory (its cgroup.procs). v2: the process moves there from any other cgroup,
-   * and the no-internal-process rule applies as to a write of cgroup.procs (throws an EBUSY error).
+   * Puts a process in a cgroup directory (its cgroup.procs). v2 (and a hybrid fs's unified hierarchy): the process
+   * moves there from any other cgroup of the hierarchy, and the no-internal-process rule applies as to a write of
+   * cgroup.procs (throws an EBUSY error).
    */
   addProcess(dir: string, pid: number): void {
     const file = join(dir, 'cgroup.procs');
-    if (this.version === 'v2') {
+    if (this.isV2Path(dir)) {
       if (!this.dirs.has(dir)) throw fsError('ENOENT', 'open', file);
       const code = this.migrateError(dir);
       if (code) throw fsError(code, 'write', file);

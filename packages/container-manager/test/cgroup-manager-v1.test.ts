@@ -1,5 +1,5 @@
 import t from 'tap';
-import { FakeClock } from '@kubelet-ts/core/testing';
+import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { CgroupfsManager, createCgroupManager, detectCgroupVersion, SYSTEMD_MANAGER_UNAVAILABLE, SystemdCgroupManager, type SystemdUnitManager } from '../src/index.js';
 import { FakeCgroupFs } from '../src/testing.js';
 import { CG } from './helpers.js';
@@ -182,4 +182,83 @@ t.test('a co-mounted cpu,cpuacct hierarchy serves both subsystems', async (t) =>
   t.ok(await cm.exists(['kubepods']));
   await cm.destroy(['kubepods']);
   t.notOk(fs.isDir(`${CG}/cpu,cpuacct/kubepods`));
+});
+
+// A hybrid host: v1 hierarchies and a cgroup2 one at /sys/fs/cgroup/unified, where runc (1.0+) makes every
+// container's cgroup too (mkdir -p of the pod's directory and its parents) and removes only its leaf on exit.
+function hybridSetup() {
+  const fs = new FakeCgroupFs({ version: 'v1', hybrid: true });
+  const clock = new FakeClock();
+  const logger = new RecordingLogger();
+  const cm = new CgroupfsManager({ version: 'v1', fs, clock, logger });
+  const runcMkdir = (literal: string) => fs.mkdirp(`${CG}/unified${literal}`);
+  return { fs, clock, logger, cm, runcMkdir };
+}
+
+t.test('hybrid host: the unified mount is found (a unified dir with cgroup.controllers), not on a plain v1 host nor v2', async (t) => {
+  t.equal(await hybridSetup().cm.hybridUnifiedMount(), `${CG}/unified`);
+  t.equal(await setup().cm.hybridUnifiedMount(), undefined);
+  const notCgroup2 = new FakeCgroupFs({ version: 'v1', subsystems: ['cpu', 'memory', 'pids', 'unified'] });
+  t.equal(await new CgroupfsManager({ version: 'v1', fs: notCgroup2 }).hybridUnifiedMount(), undefined, 'a v1 hierarchy named unified is not it');
+  const v2 = new FakeCgroupFs({ version: 'v2' });
+  t.equal(await new CgroupfsManager({ version: 'v2', fs: v2 }).hybridUnifiedMount(), undefined);
+});
+
+t.test('hybrid host: destroy removes the pod cgroup runc left in the unified hierarchy, deepest first', async (t) => {
+  const { fs, cm, runcMkdir, logger } = hybridSetup();
+  const pod = ['kubepods', 'besteffort', 'pod1'];
+  await cm.create(pod);
+  await cm.create(['kubepods', 'besteffort', 'pod2']);
+  t.notOk(fs.isDir(`${CG}/unified/kubepods`), 'create leaves the unified hierarchy to runc (Go v1.20 does not make it)');
+  runcMkdir('/kubepods/besteffort/pod1/ctr-a');
+  runcMkdir('/kubepods/besteffort/pod1/ctr-b');
+  runcMkdir('/kubepods/besteffort/pod2/ctr-c');
+  await cm.destroy(pod);
+  t.same(fs.dirsUnder(`${CG}/unified`), [`${CG}/unified/kubepods`, `${CG}/unified/kubepods/besteffort`, `${CG}/unified/kubepods/besteffort/pod2`, `${CG}/unified/kubepods/besteffort/pod2/ctr-c`]);
+  t.notOk(fs.isDir(`${CG}/cpu/kubepods/besteffort/pod1`), 'the v1 cgroup is gone too');
+  t.same(logger.lines(), [], 'nothing to report');
+
+  // A pod whose containers never ran has no directory in the unified hierarchy: fine.
+  await cm.destroy(['kubepods', 'besteffort', 'pod2']);
+  await cm.create(['kubepods', 'besteffort', 'pod3']);
+  await cm.destroy(['kubepods', 'besteffort', 'pod3']);
+  t.same(fs.dirsUnder(`${CG}/unified/kubepods/besteffort`), []);
+  t.same(logger.lines(), []);
+  await cm.destroy([]).catch(() => undefined);
+  t.ok(fs.isDir(`${CG}/unified/kubepods`), "destroying the root never touches the unified hierarchy's cgroups");
+});
+
+t.test('hybrid host: a failure in the unified hierarchy is retried, then logged, and never fails the destroy of the v1 cgroup', async (t) => {
+  const { fs, clock, cm, runcMkdir, logger } = hybridSetup();
+  await cm.create(['kubepods', 'pod1']);
+  runcMkdir('/kubepods/pod1/ctr');
+  fs.addProcess(`${CG}/unified/kubepods/pod1/ctr`, 42); // a process runc's leaf still holds
+  const done = cm.destroy(['kubepods', 'pod1']);
+  await clock.advance(10 + 20 + 40 + 80);
+  await done;
+  t.notOk(fs.isDir(`${CG}/memory/kubepods/pod1`), 'the v1 cgroup is removed');
+  t.ok(fs.isDir(`${CG}/unified/kubepods/pod1/ctr`), 'the populated leaf stays (the kernel refuses its rmdir)');
+  t.equal(logger.entries.length, 1);
+  t.match(logger.entries[0], {
+    level: 'warn',
+    msg: 'Failed to remove the cgroup in the unified hierarchy of a hybrid cgroup host',
+    kv: { cgroupName: '[kubepods pod1]', path: `${CG}/unified/kubepods/pod1`, err: /EBUSY/ },
+  });
+
+  // Once the process is gone, the next destroy (housekeeping finds the pod in listChildren) removes it.
+  t.same(await cm.listChildren(['kubepods']), ['pod1'], 'a pod left only in the unified hierarchy is listed');
+  fs.removeProcess(42);
+  await cm.destroy(['kubepods', 'pod1']);
+  t.same(await cm.listChildren(['kubepods']), []);
+  t.same(fs.dirsUnder(`${CG}/unified/kubepods`), []);
+
+  // A v1 failure still fails the destroy with Go's message, which names the v1 paths only.
+  await cm.create(['kubepods', 'pod2']);
+  runcMkdir('/kubepods/pod2/ctr');
+  fs.injectError('rmdir', /\/(memory|unified)\/kubepods\/pod2$/, 'EBUSY');
+  const failing = cm.destroy(['kubepods', 'pod2']);
+  const result = t.rejects(failing, { message: `unable to destroy cgroup paths for cgroup [kubepods pod2] : Failed to remove paths: map[memory:${CG}/memory/kubepods/pod2]` });
+  await clock.advance(10 + 20 + 40 + 80);
+  await result;
+  t.notOk(fs.isDir(`${CG}/unified/kubepods/pod2/ctr`), 'children were removed in the unified hierarchy');
 });

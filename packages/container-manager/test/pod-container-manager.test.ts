@@ -157,3 +157,30 @@ t.test('cleanupOrphanedPodCgroups: destroys orphans, reduces CPU while volumes r
   t.same(cm.cgroups().filter((c) => c.includes('/pod')), ['/kubepods/besteffort/podvolumes', '/kubepods/podbroken', '/kubepods/podrunning']);
   t.ok(logger.entries.some((e) => e.msg === 'Failed to destroy orphaned pod cgroups' && String(e.kv.err).includes('busy')), 'a failure is logged, not thrown');
 });
+
+t.test('hybrid host: a deleted pod and an orphan left only in the unified hierarchy reach the destroy that removes it there', async (t) => {
+  const fs = new FakeCgroupFs({ version: 'v1', hybrid: true });
+  const cm = new CgroupfsManager({ version: 'v1', fs, clock: new FakeClock() });
+  const pcm = new PodContainerManager({ cgroupManager: cm, qosContainersInfo: qos, killProcess: () => undefined });
+  for (const name of [['kubepods', 'burstable'], ['kubepods', 'besteffort']]) await cm.create(name);
+  const deleted = bestEffortPod('deleted');
+  await pcm.ensureExists(deleted);
+  fs.mkdirp(`${CG}/unified/kubepods/besteffort/poddeleted/ctr`); // runc's container cgroup, its parents included
+  await pcm.destroy(pcm.getPodContainerName(deleted).name);
+  t.notOk(fs.isDir(`${CG}/unified/kubepods/besteffort/poddeleted`), 'the pod deletion path removes it');
+
+  // A kubelet before the fix left pods' directories there; housekeeping's orphan cleanup finds and removes them.
+  fs.mkdirp(`${CG}/unified/kubepods/burstable/podleaked`);
+  fs.mkdirp(`${CG}/unified/kubepods/podleakedtoo/ctr`);
+  await pcm.ensureExists(guaranteedPod('running'));
+  fs.mkdirp(`${CG}/unified/kubepods/podrunning/ctr`);
+  const cgroupPods = await pcm.getAllPodsFromCgroups();
+  t.same([...cgroupPods.keys()].sort(), ['leaked', 'leakedtoo', 'running']);
+  await cleanupOrphanedPodCgroups(pcm, cgroupPods, new Set(['running']), () => false);
+  t.same(fs.dirsUnder(`${CG}/unified/kubepods`), [
+    `${CG}/unified/kubepods/besteffort`,
+    `${CG}/unified/kubepods/burstable`,
+    `${CG}/unified/kubepods/podrunning`,
+    `${CG}/unified/kubepods/podrunning/ctr`,
+  ]);
+});

@@ -3,7 +3,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { ContainerManager, createCgroupManager, type CgroupManager } from '../src/index.js';
 import { ensureHostCgroup, removeHostCgroup } from '../src/testing.js';
 import { guaranteedPod, burstablePod } from './helpers.js';
@@ -92,5 +92,34 @@ if (skipReason) {
     for (const subsystem of ['cpu', 'memory', 'pids']) t.notOk(existsSync(`${ROOT}/${subsystem}/${testRoot}-harness`), `${subsystem} removed with its children`);
     await removeHostCgroup(`/${testRoot}-harness`);
     t.pass('removing a missing one is fine');
+  });
+
+  // A hybrid host (systemd's default on many distributions, and this machine's): runc makes every container's
+  // cgroup in the cgroup2 hierarchy at /sys/fs/cgroup/unified too, mkdir -p'ing the pod's directory.
+  const hybridReason = existsSync(`${ROOT}/unified/cgroup.controllers`) ? undefined : 'no cgroup2 hierarchy at /sys/fs/cgroup/unified (not a hybrid host)';
+  t.test('hybrid host: destroy removes the pod cgroup runc left in the unified hierarchy; removeHostCgroup too', { skip: hybridReason }, async (t) => {
+    const root = `kts-cm-hybrid-${process.pid}`;
+    const cgroups = await createCgroupManager({ driver: 'cgroupfs' });
+    t.teardown(() => removeHostCgroup(`/${root}`));
+    const pod = [root, 'kubepods', 'besteffort', 'podh1'];
+    await cgroups.create(pod);
+    const unifiedPod = `${ROOT}/unified/${root}/kubepods/besteffort/podh1`;
+    await mkdir(`${unifiedPod}/ctr`, { recursive: true }); // as runc does
+    const child = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const exited = once(child, 'exit');
+    await writeFile(`${unifiedPod}/ctr/cgroup.procs`, String(child.pid));
+
+    await cgroups.destroy(pod);
+    t.notOk(existsSync(`${ROOT}/cpu/${root}/kubepods/besteffort/podh1`), 'the v1 cgroup is removed');
+    t.ok(existsSync(`${unifiedPod}/ctr`), 'a populated leaf stays (EBUSY): logged, the destroy does not fail');
+    child.kill('SIGKILL');
+    await exited;
+    await cgroups.destroy(pod);
+    t.notOk(existsSync(unifiedPod), 'gone once its process has exited');
+    t.ok(existsSync(`${ROOT}/unified/${root}/kubepods/besteffort`), 'the QoS cgroup is not the pod');
+
+    await removeHostCgroup(`/${root}`);
+    t.notOk(existsSync(`${ROOT}/unified/${root}`), 'removeHostCgroup removes the unified directories too');
+    t.notOk(existsSync(`${ROOT}/cpu/${root}`));
   });
 }

@@ -41,6 +41,36 @@ t.test('FakeCgroupFs v2: subtree_control decides the controllers and files of th
   t.notOk(await fs.exists(`${CG}/a/memory.max`));
 });
 
+t.test('FakeCgroupFs hybrid: a cgroup2 hierarchy without controllers at <root>/unified beside the v1 ones', async (t) => {
+  t.throws(() => new FakeCgroupFs({ version: 'v2', hybrid: true }), /hybrid is a v1 layout/);
+  const fs = new FakeCgroupFs({ version: 'v1', subsystems: ['cpu', 'memory'], hybrid: true });
+  t.same(await fs.readdir(CG), ['cpu', 'memory', 'unified']);
+  t.equal(fs.unifiedRoot, `${CG}/unified`);
+  t.equal(fs.read(`${CG}/unified/cgroup.controllers`), '', 'no controllers: they are all bound to v1');
+  await t.rejects(fs.mkdir(`${CG}/x`), { code: 'EACCES' });
+  await fs.mkdir(`${CG}/unified/a`);
+  await fs.mkdir(`${CG}/unified/a/b`);
+  t.equal(fs.read(`${CG}/unified/a/cgroup.type`), 'domain');
+  t.notOk(await fs.exists(`${CG}/unified/a/cpu.shares`), 'no v1 files');
+  await t.rejects(fs.writeFile(`${CG}/unified/a/cgroup.subtree_control`, '+memory'), { code: 'ENOENT' }, 'no controller to enable');
+  await fs.mkdir(`${CG}/cpu/a`);
+  fs.addProcess(`${CG}/cpu/a`, 7);
+  await fs.writeFile(`${CG}/unified/a/b/cgroup.procs`, '7');
+  fs.addProcess(`${CG}/unified/a`, 7);
+  t.same(fs.processes(`${CG}/unified/a/b`), [], 'a process is in one cgroup of the unified hierarchy');
+  t.same(fs.processes(`${CG}/unified/a`), [7]);
+  t.same(fs.processes(`${CG}/cpu/a`), [7], 'and keeps its v1 cgroups');
+  t.equal(fs.read(`${CG}/unified/a/cgroup.events`), 'populated 1\nfrozen 0');
+  await t.rejects(fs.rmdir(`${CG}/unified/a`), { code: 'EBUSY' }, 'a child is left');
+  await fs.rmdir(`${CG}/unified/a/b`);
+  await t.rejects(fs.rmdir(`${CG}/unified/a`), { code: 'EBUSY' }, 'a process is left');
+  await fs.writeFile(`${CG}/unified/a/cgroup.kill`, '1');
+  t.same(fs.killed, [7]);
+  t.same(fs.processes(`${CG}/cpu/a`), [], 'a killed process leaves every hierarchy');
+  await fs.rmdir(`${CG}/unified/a`);
+  await t.rejects(fs.rmdir(`${CG}/unified`), { code: 'EBUSY' }, 'the mount itself');
+});
+
 t.test('FakeCgroupManager records what it is asked and can fail', async (t) => {
   const cm = new FakeCgroupManager('v2');
   t.equal(cm.version, 'v2');
