@@ -12,3 +12,4 @@ export { CI_SETTINGS, FULL_SETTINGS, SCENARIOS, scenarioSettings, type ScenarioN
 export { metricValue, runSoak, slope, type SoakOptions, type SoakResult, type SoakSample } from './soak.js';
 export { ClockJump, CLOCK_JUMPS, LIBFAKETIME, restartGaps } from './scenarios/clock-jump.js';
 export { KubeletMemory, KUBELET_MEMORY_CGROUP, type KubeletMemoryOptions } from './scenarios/kubelet-memory.js';
+export { DiskPressure } from './scenarios/disk-pressure.js';

@@ -1,6 +1,7 @@
 import type { Scenario, ScenarioSettings } from './scenario.js';
 import { apiserverOutage } from './scenarios/apiserver-outage.js';
 import { ClockJump } from './scenarios/clock-jump.js';
+import { DiskPressure } from './scenarios/disk-pressure.js';
 import { ContainerdFaults } from './scenarios/containerd-faults.js';
 import { kubeletKill } from './scenarios/kubelet-kill.js';
 import { KubeletMemory } from './scenarios/kubelet-memory.js';
@@ -10,21 +11,26 @@ export const SCENARIOS = {
   'kubelet-kill': (): Scenario => kubeletKill,
   'containerd-faults': (): Scenario => new ContainerdFaults(),
   'apiserver-outage': (): Scenario => apiserverOutage,
+  'disk-pressure': (): Scenario => new DiskPressure(),
   'clock-jump': (): Scenario => new ClockJump(),
   'kubelet-memory': (): Scenario => new KubeletMemory({ limitFactor: Number(process.env.KUBELET_CHAOS_MEMORY_FACTOR ?? 1.15) }),
 } as const;
 
 export type ScenarioName = keyof typeof SCENARIOS;
 
-type Knobs = Pick<ScenarioSettings, 'iterations' | 'faultMs'>;
+type Knobs = Pick<ScenarioSettings, 'iterations' | 'faultMs'> & Partial<Pick<ScenarioSettings, 'maxReplicas' | 'settleReplicas'>>;
+
+/** Scenarios 4-6 churn 0 -> 10 -> 0 around 5 pods: a 384 MiB disk, a memory limit sized at the settled working set. */
+const SMALL_CHURN = { maxReplicas: 10, settleReplicas: 5 };
 
 /** The short variant in the test command: one or two iterations of scenarios 1 to 3. */
 export const CI_SETTINGS: Record<ScenarioName, Knobs> = {
   'kubelet-kill': { iterations: 2, faultMs: 0 },
   'containerd-faults': { iterations: 1, faultMs: 15_000 },
   'apiserver-outage': { iterations: 1, faultMs: 30_000 },
-  'clock-jump': { iterations: 1, faultMs: 45_000 },
-  'kubelet-memory': { iterations: 1, faultMs: 120_000 },
+  'disk-pressure': { iterations: 1, faultMs: 0, ...SMALL_CHURN },
+  'clock-jump': { iterations: 1, faultMs: 45_000, ...SMALL_CHURN },
+  'kubelet-memory': { iterations: 1, faultMs: 120_000, ...SMALL_CHURN },
 };
 
 /** The full runs (`npm run chaos`): the issue's counts and durations. */
@@ -32,15 +38,16 @@ export const FULL_SETTINGS: Record<ScenarioName, Knobs> = {
   'kubelet-kill': { iterations: 20, faultMs: 0 },
   'containerd-faults': { iterations: 2, faultMs: 30_000 },
   'apiserver-outage': { iterations: 1, faultMs: 120_000 },
-  'clock-jump': { iterations: 1, faultMs: 45_000 },
-  'kubelet-memory': { iterations: 1, faultMs: 300_000 },
+  'disk-pressure': { iterations: 1, faultMs: 0, ...SMALL_CHURN },
+  'clock-jump': { iterations: 1, faultMs: 45_000, ...SMALL_CHURN },
+  'kubelet-memory': { iterations: 1, faultMs: 300_000, ...SMALL_CHURN },
 };
 
 export function scenarioSettings(name: ScenarioName, variant: 'ci' | 'full', log: (line: string) => void, overrides: Partial<ScenarioSettings> = {}): ScenarioSettings {
   return {
-    ...(variant === 'ci' ? CI_SETTINGS : FULL_SETTINGS)[name],
     maxReplicas: 30,
     settleReplicas: 10,
+    ...(variant === 'ci' ? CI_SETTINGS : FULL_SETTINGS)[name],
     // Go's --sync-frequency default.
     syncPeriodMs: 60_000,
     gcWaitMs: 90_000,

@@ -1,14 +1,10 @@
-// Scenario 4 (issue 33): the disk filling up on the kubelet's root (a loop-mounted ext4). Every invariant is one
-// assertion; the scenario prints its one line. KUBELET_CHAOS_REPLICAS sets the churn's top (default 10 here).
+// Scenario 4 (issue 33): the disk filling up on the kubelet's root (a loop-mounted ext4). The scenario's helpers; the
+// scenario itself takes ~6 min and is not in the CI variant: run it with `npm run chaos -- --scenarios=disk-pressure`.
 import t from 'tap';
-import { configPayload, DiskPressure, expectedEvictions, fillFile, FILLERS, goDiskRank, inspectAtomicDir } from '../src/scenarios/disk-pressure.js';
-import { runScenario, type ScenarioSettings } from '../src/index.js';
+import { configPayload, expectedEvictions, fillFile, FILLERS, goDiskRank, inspectAtomicDir } from '../src/scenarios/disk-pressure.js';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-const log = (line: string) => console.error(`${new Date().toISOString()} ${line}`);
-const seed = Number(process.env.KUBELET_CHAOS_SEED ?? Date.now() % 100000);
 
 t.test("Go's nodefs ranking of the fillers and the evictions the reclaim needs", async (t) => {
   t.same(goDiskRank(FILLERS), ['fill-over-low', 'fill-over-small', 'fill-over-high', 'fill-within']);
@@ -42,20 +38,4 @@ t.test('fillFile stops at its limit', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   t.equal(fillFile(join(dir, 'f'), 3 * 1048576 + 5000), 3 * 1048576 + 5000);
   t.equal(statSync(join(dir, 'f')).size, 3 * 1048576 + 5000);
-});
-
-t.test(`chaos disk-pressure (seed ${seed})`, async (t) => {
-  const settings: ScenarioSettings = {
-    iterations: 1,
-    faultMs: 0,
-    maxReplicas: Number(process.env.KUBELET_CHAOS_REPLICAS ?? 10),
-    settleReplicas: 5,
-    syncPeriodMs: 60_000,
-    gcWaitMs: 90_000,
-    log,
-  };
-  const result = await runScenario(new DiskPressure(), settings, { seed });
-  console.log(result.line);
-  for (const invariant of result.invariants) t.ok(invariant.held, `${invariant.name}: ${invariant.detail}`);
-  t.ok(result.recoveriesMs.length === 2, `recovered after each phase: ${result.recoveriesMs.map((ms) => `${(ms / 1000).toFixed(1)}s`).join(', ')}`);
 });
