@@ -233,33 +233,11 @@ export class FakeCgroupFs implements CgroupFs {
 
   private addCgroupFiles(dir: string, isRoot: boolean): void {
     const set = (file: string, value: string) => this.files.set(join(dir, file), value);
-    if (this.isUnified(dir)) {
-      // The unified hierarchy of a hybrid host: the v2 core files, no controllers (they are all bound to v1).
-      set('cgroup.procs', '');
-      set('cgroup.threads', '');
-      set('cgroup.controllers', '\n');
-      set('cgroup.subtree_control', '\n');
-      set('cgroup.max.depth', 'max\n');
-      set('cgroup.max.descendants', 'max\n');
-      set('cgroup.stat', '');
-      set('cpu.stat', 'usage_usec 0\nuser_usec 0\nsystem_usec 0\n');
-      if (!isRoot) {
-        set('cgroup.type', 'domain\n');
-        set('cgroup.events', '');
-        set('cgroup.freeze', '0\n');
-        if (this.cgroupKill) set('cgroup.kill', '');
-      }
-      if (this.psi) {
-        for (const file of ['cpu.pressure', 'memory.pressure', 'io.pressure']) set(file, PSI_EMPTY);
-        set('cgroup.pressure', '1\n');
-      }
-      return;
-    }
-    if (this.version === 'v2') {
+    if (this.isV2Path(dir)) {
       // The core files (kernel/cgroup/cgroup.c cgroup_base_files and cgroup_psi_files).
       set('cgroup.procs', '');
       set('cgroup.threads', '');
-      if (!isRoot) set('cgroup.subtree_control', '\n');
+      if (!isRoot || this.isUnified(dir)) set('cgroup.subtree_control', '\n');
       set('cgroup.max.depth', 'max\n');
       set('cgroup.max.descendants', 'max\n');
       set('cgroup.stat', '');
@@ -274,7 +252,9 @@ export class FakeCgroupFs implements CgroupFs {
         for (const file of ['cpu.pressure', 'memory.pressure', 'io.pressure']) set(file, PSI_EMPTY);
         set('cgroup.pressure', '1\n');
       }
-      this.syncControllers(dir);
+      // The unified hierarchy of a hybrid host has no controllers: they are all bound to v1.
+      if (this.isUnified(dir)) set('cgroup.controllers', '\n');
+      else this.syncControllers(dir);
       return;
     }
     set('cgroup.procs', '');
