@@ -25,7 +25,11 @@ export interface CriFault {
   jitterMs?: number;
   /** Fraction 0..1 of matching calls answered at once with grpc-status 14 UNAVAILABLE ("dropped by the CRI chaos proxy"). */
   dropRate?: number;
-  /** Matching calls are never forwarded nor answered (held until the client's deadline/cancel): a hung runtime. */
+  /**
+   * Matching calls are held, neither forwarded nor answered: a hung runtime. A call whose client gives up (its
+   * deadline) is dropped; the calls still held when the fault is cleared or changed are forwarded then, as a wedged
+   * runtime that comes back answers what it had queued.
+   */
   hang?: boolean;
   /** Which methods (e.g. ['RunPodSandbox', 'ListContainers']); default every method. */
   methods?: string[];
@@ -132,6 +136,8 @@ export class CriChaosProxy {
   private readonly sessions = new Set<ServerHttp2Session>();
   /** Calls held by a fault (hang, or a delay not yet over), with how to release them. */
   private readonly parked = new Map<ServerHttp2Stream, () => void>();
+  /** Hung calls (a subset of parked), with how to forward them when the hang ends. */
+  private readonly hungCalls = new Map<ServerHttp2Stream, () => void>();
   private upstream: ClientHttp2Session | undefined;
   private upstreamError: Error | undefined;
   private fault: CriFault | undefined;
@@ -177,6 +183,7 @@ export class CriChaosProxy {
   /** Sets (or with undefined clears) the fault; it applies to calls that start after this. */
   setFault(fault: CriFault | undefined): void {
     this.fault = fault ? { ...fault, methods: fault.methods ? [...fault.methods] : undefined } : undefined;
+    for (const forward of [...this.hungCalls.values()]) forward();
   }
 
   stats(): CriProxyStats {
@@ -251,7 +258,7 @@ export class CriChaosProxy {
     }
     if (fault.hang) {
       this.counters.hung++;
-      this.park(stream, undefined, () => {});
+      this.park(stream, undefined, forward);
       return;
     }
     const delayMs = Math.max(0, fault.delayMs ?? 0) + (fault.jitterMs && fault.jitterMs > 0 ? this.random() * fault.jitterMs : 0);
@@ -264,13 +271,14 @@ export class CriChaosProxy {
   }
 
   /**
-   * Holds a call: with delayMs, until the delay is over (then `onDelayOver` runs); without, until the client gives
-   * up. Either way the client's cancel frees it, and close() answers it UNAVAILABLE.
+   * Holds a call: with delayMs, until the delay is over; without (a hang), until the fault changes. Then `onRelease`
+   * (the forward) runs. Either way the client's cancel frees it, and close() answers it UNAVAILABLE.
    */
-  private park(stream: ServerHttp2Stream, delayMs: number | undefined, onDelayOver: () => void): void {
+  private park(stream: ServerHttp2Stream, delayMs: number | undefined, onRelease: () => void): void {
     const unpark = (): void => {
       timer?.cancel();
       this.parked.delete(stream);
+      this.hungCalls.delete(stream);
       stream.off('close', unpark);
     };
     this.parked.set(stream, () => {
@@ -278,14 +286,19 @@ export class CriChaosProxy {
       answerStatus(stream, GRPC_UNAVAILABLE, 'the CRI chaos proxy closed');
     });
     stream.once('close', unpark);
-    // A hung runtime still takes the request; a delayed call's body stays buffered in the stream until it is relayed.
-    if (delayMs === undefined) stream.resume();
+    // The call's body stays buffered in the stream until it is relayed (a CRI request fits in the stream's window).
+    if (delayMs === undefined) {
+      this.hungCalls.set(stream, () => {
+        unpark();
+        if (!stream.closed && !stream.destroyed) onRelease();
+      });
+    }
     const timer: TimerHandle | undefined =
       delayMs === undefined
         ? undefined
         : this.clock.setTimeout(() => {
             unpark();
-            if (!stream.closed && !stream.destroyed) onDelayOver();
+            if (!stream.closed && !stream.destroyed) onRelease();
           }, delayMs);
   }
 

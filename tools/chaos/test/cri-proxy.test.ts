@@ -161,6 +161,19 @@ t.test('hang: the call is held until its deadline, and the proxy still serves th
   t.equal((await runtime.version(CRI_API_VERSION)).runtimeApiVersion, 'v1', 'the next call passes');
 });
 
+t.test('hang: the calls still held when the hang ends are forwarded then, as a wedged runtime answers its queue', async (t) => {
+  proxy.resetStats();
+  proxy.setFault({ hang: true, methods: ['Version'] });
+  let settled = false;
+  const held = runtime.version(CRI_API_VERSION, { timeoutMs: 60_000 }).finally(() => {
+    settled = true;
+  });
+  await pollUntil(() => proxy.stats().hung === 1, POLL_MS, WAIT_MS);
+  t.notOk(settled, 'held while the hang lasts');
+  proxy.setFault(undefined);
+  t.equal((await held).runtimeApiVersion, 'v1', 'answered by the runtime once the hang is cleared');
+});
+
 t.test('delay: calls wait on the clock before they are forwarded', async (t) => {
   proxy.resetStats();
   draws = [0.5];
