@@ -1,3 +1,6 @@
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { Churn } from './churn.js';
 import {
@@ -76,6 +79,16 @@ export interface ScenarioResult {
   /** The one line the issue asks for. */
   line: string;
   ok: boolean;
+}
+
+/** A broken invariant: the kubelet's logs (every generation) are copied out of the node's directory before it goes, and the last lines printed. */
+function keepKubeletLogs(node: ChaosNode, scenario: string, seed: number, log: (line: string) => void): void {
+  const dir = join(tmpdir(), 'kubelet-chaos-logs');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${scenario}-seed${seed}-${Date.now()}.log`);
+  const current = node.kubelet?.logFile;
+  if (current && existsSync(current)) copyFileSync(current, file);
+  log(`${scenario}: an invariant broke; the kubelet's log (all generations) is kept in ${file}; its last lines:\n${node.kubelet?.logTail(40) ?? ''}`);
 }
 
 /** A loopback port free now (scenarios of different names can run side by side). */
@@ -207,6 +220,7 @@ async function runLocked(scenario: Scenario, settings: ScenarioSettings, seed: n
     await observer.stop().catch(() => undefined);
     await churn.stop().catch(() => undefined);
     await scenario.teardown?.().catch(() => undefined);
+    if (invariants.some((invariant) => !invariant.held)) keepKubeletLogs(node, scenario.name, seed, log);
     if (!error || !process.env.KUBELET_CHAOS_KEEP) await node.destroy();
   }
   const recoveries = report?.recoveriesMs ?? [];
