@@ -23,11 +23,15 @@ type Knobs = Pick<ScenarioSettings, 'iterations' | 'faultMs'> & Partial<Pick<Sce
 /** Scenarios 4-6 churn 0 -> 10 -> 0 around 5 pods: a 384 MiB disk, a memory limit sized at the settled working set. */
 const SMALL_CHURN = { maxReplicas: 10, settleReplicas: 5 };
 
-/** The short variant in the test command: one or two iterations of scenarios 1 to 3. */
+/**
+ * The short variant in the test command: one or two iterations of scenarios 1 to 3, churning 0 -> 15 -> 0 around 6
+ * pods (the test command's time budget); the API server down 25 s, longer than the node monitor's grace period.
+ */
+const CI_CHURN = { maxReplicas: 15, settleReplicas: 6 };
 export const CI_SETTINGS: Record<ScenarioName, Knobs> = {
-  'kubelet-kill': { iterations: 2, faultMs: 0 },
-  'containerd-faults': { iterations: 1, faultMs: 15_000 },
-  'apiserver-outage': { iterations: 1, faultMs: 30_000 },
+  'kubelet-kill': { iterations: 2, faultMs: 0, ...CI_CHURN },
+  'containerd-faults': { iterations: 1, faultMs: 10_000, ...CI_CHURN },
+  'apiserver-outage': { iterations: 1, faultMs: 25_000, ...CI_CHURN },
   'disk-pressure': { iterations: 1, faultMs: 0, ...SMALL_CHURN },
   'clock-jump': { iterations: 1, faultMs: 45_000, ...SMALL_CHURN },
   'kubelet-memory': { iterations: 1, faultMs: 120_000, ...SMALL_CHURN },

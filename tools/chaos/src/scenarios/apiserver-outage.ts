@@ -44,7 +44,8 @@ export const apiserverOutage: Scenario = {
   name: 'apiserver-outage',
   async inject(context: ScenarioContext): Promise<FaultReport> {
     const { node, settings } = context;
-    const windowMs = 30_000;
+    // The request counts' windows: as long as the outage, 15-30 s.
+    const windowMs = Math.min(30_000, Math.max(15_000, settings.faultMs));
     const recoveriesMs: number[] = [];
     const invariants: InvariantResult[] = [];
     const figures: string[] = [];
