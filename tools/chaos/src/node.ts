@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -141,6 +141,7 @@ export class ChaosNode {
       env: { ...counterEnv, ...(this.options.env ?? {}) },
     });
     this.generations.push(this.kubelet);
+    recordKubelet(this.kubelet);
     await this.options.onStart?.(this.kubelet);
     return this.kubelet;
   }
@@ -221,6 +222,56 @@ export async function containerdTool(script: 'start.sh' | 'restart.sh' | 'stop.s
   await execFileAsync('bash', [join(repoRoot, 'tools/containerd', script)], { maxBuffer: 16 << 20 });
 }
 
+/** The lock this process holds, where the kubelets it starts are recorded. */
+let heldLock: string | undefined;
+const startedKubelets = new Set<number>();
+
+/**
+ * Our kubelets die with this process: a test runner that times a test out kills the test process, and an orphaned
+ * kubelet would go on stopping the pods of the next scenario's node on the same containerd.
+ */
+process.once('exit', () => {
+  for (const pid of startedKubelets) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+function recordKubelet(kubelet: KubeletProcess): void {
+  const pid = kubelet.pid;
+  startedKubelets.add(pid);
+  void kubelet.exited.then(() => startedKubelets.delete(pid));
+  if (heldLock) appendFileSync(join(heldLock, 'kubelets'), `${pid}\n`);
+}
+
+/** Kills the kubelets a dead lock holder started (SIGKILLed, it could not). */
+function killOrphanedKubelets(lock: string, log: (line: string) => void): void {
+  let pids: number[] = [];
+  try {
+    pids = readFileSync(join(lock, 'kubelets'), 'utf8').split('\n').filter(Boolean).map(Number);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    let command = '';
+    try {
+      command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue; // gone
+    }
+    if (!command.includes('kubelet')) continue; // the pid was reused
+    log(`killing kubelet pid ${pid}, left running by a dead chaos run`);
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
+
 /**
  * One kubelet on a containerd at a time: a kubelet owns its runtime and kills the pods it does not know (Go's
  * HandlePodCleanups does the same), so two nodes on one containerd stop each other's pods. A scenario (or the soak)
@@ -234,7 +285,11 @@ export async function acquireRuntimeLock(containerd: ContainerdEnv, owner: strin
     try {
       mkdirSync(dir);
       writeFileSync(join(dir, 'owner'), `${process.pid} ${owner}\n`);
-      return () => rmSync(dir, { recursive: true, force: true });
+      heldLock = dir;
+      return () => {
+        heldLock = undefined;
+        rmSync(dir, { recursive: true, force: true });
+      };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
@@ -246,6 +301,7 @@ export async function acquireRuntimeLock(containerd: ContainerdEnv, owner: strin
     }
     const pid = Number.parseInt(holder, 10);
     if (holder && !processAlive(pid)) {
+      killOrphanedKubelets(dir, log);
       rmSync(dir, { recursive: true, force: true });
       continue;
     }
