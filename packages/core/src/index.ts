@@ -32,3 +32,4 @@ export * from './api-serializer.js';
 export * from './client-node.js';
 export * from './dbus.js';
 export * from './event-loop-monitor.js';
+export * from './unix-socket.js';

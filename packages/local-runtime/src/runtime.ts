@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, lstatSync, mkdirSync, rmSync, statfsSync, statSync, unlinkSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, rmSync, statfsSync, statSync, unlinkSync } from 'node:fs';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { hostname as osHostname } from 'node:os';
@@ -18,7 +18,7 @@ import {
   loadCriServices,
   type runtimeapi as api,
 } from '@kubelet-ts/cri-client';
-import { defaultLogger, realClock, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import { defaultLogger, realClock, removeStaleSocket, type Clock, type Logger, type TimerHandle } from '@kubelet-ts/core';
 import { RuntimeError, failedPrecondition, invalidArgument, notFound } from './errors.js';
 import { ImageStore } from './images.js';
 import {
@@ -1573,26 +1573,3 @@ function criServiceDefinitions(): ReturnType<ReturnType<typeof criCodec>['servic
   return definitions;
 }
 
-/** Removes a socket file left by a dead server; refuses a path that is not a socket or has a live listener. */
-async function removeStaleSocket(path: string): Promise<void> {
-  let isSocket: boolean;
-  try {
-    isSocket = lstatSync(path).isSocket();
-  } catch {
-    return; // nothing there
-  }
-  if (!isSocket) throw new Error(`${path} exists and is not a socket; refusing to replace it`);
-  const live = await new Promise<boolean>((resolvePromise) => {
-    const socket = connect(path);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolvePromise(true);
-    });
-    socket.once('error', () => {
-      socket.destroy();
-      resolvePromise(false);
-    });
-  });
-  if (live) throw new Error(`${path} is in use by another server`);
-  unlinkSync(path);
-}

@@ -12,10 +12,10 @@ import type {
   ServerHttp2Stream,
 } from 'node:http2';
 import { connect as netConnect } from 'node:net';
-import { lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { mkdirSync, unlinkSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseDuration, realClock, type Clock, type TimerHandle } from '@kubelet-ts/core';
+import { parseDuration, realClock, removeStaleSocket, type Clock, type TimerHandle } from '@kubelet-ts/core';
 
 /** A fault the proxy applies to the calls it matches; set with {@link CriChaosProxy.setFault}. */
 export interface CriFault {
@@ -393,28 +393,6 @@ export class CriChaosProxy {
   }
 }
 
-/** Removes a socket file left by a dead server; refuses a path that is not a socket or has a live listener. */
-async function removeStaleSocket(path: string): Promise<void> {
-  try {
-    if (!lstatSync(path).isSocket()) throw new Error(`${path} exists and is not a socket; refusing to replace it`);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
-  const live = await new Promise<boolean>((resolvePromise) => {
-    const socket = netConnect(path);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolvePromise(true);
-    });
-    socket.once('error', () => {
-      socket.destroy();
-      resolvePromise(false);
-    });
-  });
-  if (live) throw new Error(`${path} is in use by another server`);
-  unlinkSync(path);
-}
 
 /** The CRI chaos proxy CLI's options (src/cri-proxy-cli.ts). */
 export interface CriProxyCliOptions {
