@@ -16,6 +16,12 @@ export function countsSince(before: RequestCounts, after: RequestCounts): Reques
 }
 
 const total = (counts: RequestCounts, verb?: string) => Object.entries(counts).reduce((n, [key, value]) => n + (verb === undefined || key.startsWith(`${verb} `) ? value : 0), 0);
+const top = (counts: RequestCounts, n = 4) =>
+  Object.entries(counts)
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, n)
+    .map(([key, value]) => `${key} ${value}`)
+    .join(', ');
 const lists = (counts: RequestCounts) =>
   Object.entries(counts)
     .filter(([key]) => key.startsWith('LIST ') || key.startsWith('WATCH '))
@@ -68,7 +74,7 @@ export const apiserverOutage: Scenario = {
       recoveriesMs.push(await recovery);
       invariants.push(noRelistStorm(`no relist storm after the API server's return (${i + 1})`, after));
       figures.push(
-        `API requests per ${windowMs / 1000}s: before ${total(steady)}, during the ${settings.faultMs / 1000}s outage ${total(during)}, after ${total(after)} (${lists(after) || 'no LIST/WATCH'})`,
+        `API requests per ${windowMs / 1000}s: before ${total(steady)}, during the ${settings.faultMs / 1000}s outage ${total(during)} (${top(during)}), after ${total(after)} (${lists(after) || 'no LIST/WATCH'})`,
       );
 
       await sleep(2000 + context.random() * 5000);
