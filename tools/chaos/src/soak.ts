@@ -120,7 +120,9 @@ async function soakLocked(options: SoakOptions, every: number, warmup: number): 
     await node.destroy();
   }
   const after = samples.filter((sample) => sample.atMs >= warmup);
-  const perHour = (value: (s: SoakSample) => number) => slope(after.map((s) => [s.atMs / HOUR, value(s)]));
+  // A sample whose /metrics did not answer in time (a loaded machine) has NaN there: left out of that figure.
+  const perHour = (value: (s: SoakSample) => number) =>
+    slope(after.map((s): [number, number] => [s.atMs / HOUR, value(s)]).filter(([, y]) => Number.isFinite(y)));
   const growthPerHour = {
     rssMiB: perHour((s) => s.rssBytes / MiB),
     heapUsedMiB: perHour((s) => s.heapUsedBytes / MiB),
