@@ -52,7 +52,7 @@ export class ContainerdFaults implements Scenario {
       const phases: Array<[string, Parameters<CriChaosProxy['setFault']>[0]]> = [
         ['slow (200-500 ms per call)', { delayMs: 200, jitterMs: 300 }],
         ['flaky (20% of calls dropped)', { dropRate: 0.2 }],
-        ['hung (calls never answered)', { hang: true }],
+        ['hung (calls held until the hang ends)', { hang: true }],
       ];
       for (const [what, fault] of phases) {
         proxy.resetStats();
