@@ -56,6 +56,7 @@ export class VolumeDirStats {
   private readonly skipPluginDirs: ReadonlySet<string>;
   private readonly cache = new Map<string, CachedVolume>();
   private readonly inFlight = new Map<string, Promise<CachedVolume | undefined>>();
+  private lastSweepMs: number;
 
   constructor(opts: VolumeDirStatsOptions) {
     this.rootDir = opts.rootDir;
@@ -64,10 +65,17 @@ export class VolumeDirStats {
     this.statfs = opts.statfs ?? defaultStatfs;
     this.logger = opts.logger ?? defaultLogger;
     this.skipPluginDirs = new Set(opts.skipPluginDirs ?? []);
+    this.lastSweepMs = this.clock.now();
+  }
+
+  /** How many volumes have a measurement kept (for tests and the soak's leak hunt). */
+  get cachedVolumeCount(): number {
+    return this.cache.size;
   }
 
   /** The volumes of one pod; undefined when the pod has no volumes directory. */
   async podVolumeStats(podUid: string): Promise<PodVolumeStats | undefined> {
+    this.sweepExpired();
     const volumesDir = join(this.rootDir, 'pods', podUid, 'volumes');
     let plugins: string[];
     try {
@@ -98,6 +106,17 @@ export class VolumeDirStats {
       const uid = path.slice(prefix.length).split('/')[0];
       if (!podUids.has(uid)) this.cache.delete(path);
     }
+  }
+
+  /**
+   * Once a period, forgets the measurements older than the period: volume() would measure them again anyway, and
+   * those of pods gone from the node would otherwise stay for good, one per volume of every pod the node ever ran
+   * (Go's fsResourceAnalyzer rebuilds its calculator cache from the active pods every period and stops the others).
+   */
+  private sweepExpired(): void {
+    if (this.clock.since(this.lastSweepMs) < this.cachePeriodMs) return;
+    this.lastSweepMs = this.clock.now();
+    for (const [path, entry] of this.cache) if (this.clock.since(entry.atMs) >= this.cachePeriodMs) this.cache.delete(path);
   }
 
   private volume(plugin: string, name: string, path: string): Promise<CachedVolume | undefined> {

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { FakeClock, RecordingLogger } from '@kubelet-ts/core/testing';
 import { FakeRuntimeService, FakeImageService } from '@kubelet-ts/cri-client/testing';
 import { criError, type runtimeapi } from '@kubelet-ts/cri-client';
@@ -406,6 +407,29 @@ t.test('VolumeDirStats leaves out the plugin directories whose plugin reports us
   t.same([...all!.ephemeralVolumes, ...all!.persistentVolumes].map((v) => v.name).sort(), ['cache', 'pv-1']);
   const some = await new VolumeDirStats({ rootDir: root, clock: new FakeClock(), skipPluginDirs: ['kubernetes.io~csi'] }).podVolumeStats('uid1');
   t.same([...some!.ephemeralVolumes, ...some!.persistentVolumes].map((v) => v.name), ['cache']);
+});
+
+t.test('VolumeDirStats forgets the measurements of pods gone from the node once they are a period old (no per-pod state kept for good)', async (t) => {
+  const root = tempDir(t);
+  const clock = new FakeClock();
+  const stats = new VolumeDirStats({ rootDir: root, clock, cachePeriodMs: 60_000 });
+  const volume = (uid: string) => writeFile(join(root, 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'cache', 'f'), 'x');
+  for (const uid of ['gone1', 'gone2', 'stays']) {
+    volume(uid);
+    await stats.podVolumeStats(uid);
+  }
+  t.equal(stats.cachedVolumeCount, 3);
+  rmSync(join(root, 'pods', 'gone1'), { recursive: true });
+  rmSync(join(root, 'pods', 'gone2'), { recursive: true });
+  clock.step(30_000);
+  await stats.podVolumeStats('stays');
+  t.equal(stats.cachedVolumeCount, 3, 'within the period, nothing is swept (the figures are still fresh)');
+  clock.step(30_000);
+  await stats.podVolumeStats('stays');
+  t.equal(stats.cachedVolumeCount, 1, 'a period on, only the volume measured again stays');
+  volume('new');
+  await stats.podVolumeStats('new');
+  t.equal(stats.cachedVolumeCount, 2);
 });
 
 t.test('nodeMemoryCapacityBytes: a node of its own size (simulated) reports available memory against it, not MemTotal', async (t) => {
