@@ -686,6 +686,12 @@ export class Kubelet implements PodSyncer {
         this.waitingReasons.delete(uid);
       }
     }
+    // The record of the data directories made goes with the pod: cleanupOrphanedPodDirs below removes the
+    // directories of pods no source and no worker knows (Go's makePodDataDirs keeps no record and makes them on
+    // every sync), so a pod that comes back with its UID gets them again, and a churning node keeps no UID for good.
+    for (const uid of [...this.podDirsMade]) {
+      if (!this.podManager.getPodByUid(uid) && !workers.has(uid)) this.podDirsMade.delete(uid);
+    }
     // A pod whose worker finished and was forgotten while the pod came back with the same UID (a static pod
     // moved out and back during its termination) is desired and unknown: start it again.
     for (const pod of desired) {

@@ -129,3 +129,42 @@ t.test('the sync loop keeps no reference to the updates and events it has handle
   // The last event read may stay in the reading loop's frame while it waits for the next; none before it.
   t.ok(refs.slice(0, -1).every((r) => r.deref() === undefined), 'every handled event before the last was collected');
 });
+
+t.test("a pod's data directories are made again when it comes back with its UID after housekeeping removed them", async (t) => {
+  const { existsSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const env = setup();
+  t.teardown(env.stop);
+  const pod = makeTestPod({ name: 'web', containers: ['app'] });
+  const uid = pod.metadata!.uid!;
+  const rootDir = env.container.resolve<{ rootDir: string }>(Tokens.Config).rootDir;
+  const volumesDir = join(rootDir, 'pods', uid, 'volumes');
+  await env.source.add(pod);
+  await env.relist();
+  await env.advance(500);
+  await env.settle(() => env.runtime.syncPodCalls.length >= 1 && existsSync(volumesDir));
+  t.ok(existsSync(volumesDir), 'the first sync makes the data directories');
+  // Deleted gracefully, as through the API: the pod terminates while its source still has it, so its directory stays.
+  await env.source.update({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(env.clock.now()), deletionGracePeriodSeconds: 0 } });
+  await env.relist();
+  await env.advance(500);
+  await env.settle(() => env.runtime.killPodCalls.length >= 1);
+  await env.relist();
+  await env.advance(500);
+  await env.source.remove(pod);
+  for (let i = 0; i < 20 && existsSync(join(rootDir, 'pods', uid)); i++) {
+    await env.relist();
+    await env.advance(500);
+    await env.kubelet.handlePodCleanups();
+  }
+  t.notOk(existsSync(join(rootDir, 'pods', uid)), 'housekeeping removed the directory of the pod no source and no worker knows');
+  // The same UID again (a static pod moved out and back): its directories must be made again.
+  await env.source.add(pod);
+  for (let i = 0; i < 20 && !existsSync(volumesDir); i++) {
+    await env.relist();
+    await env.advance(500);
+    await env.kubelet.handlePodCleanups();
+    await env.settle(() => existsSync(volumesDir), 200);
+  }
+  t.ok(existsSync(volumesDir), 'the data directories are there again');
+});
