@@ -196,11 +196,15 @@ export async function nothingLeaked(node: ChaosNode, waitMs: number): Promise<In
 
 /**
  * Watches the node's pods during a scenario (every `intervalMs`): the restart count of every container must never
- * go down, and a container id once reported for a pod must not be replaced unless the restart count grew.
+ * go down, but for one exception Go has too: a restart the kubelet inferred (ContainerStatusUnknown, +1) for a
+ * container the runtime reported in an unknown state is withdrawn when the runtime reports it again.
  */
 export class PodObserver {
   private readonly restarts = new Map<string, number>();
   private readonly resets: string[] = [];
+  /** Containers whose highest count was an inferred restart (ContainerStatusUnknown), and such counts withdrawn. */
+  private readonly inferred = new Set<string>();
+  private readonly withdrawn: string[] = [];
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
   private stopped = false;
@@ -237,7 +241,18 @@ export class PodObserver {
       for (const status of (pod.status?.containerStatuses ?? []) as KubeObject[]) {
         const key = `${pod.metadata.name}/${status.name} (${pod.metadata.uid})`;
         const before = this.restarts.get(key);
-        if (before !== undefined && status.restartCount < before) this.resets.push(`${key}: ${before} -> ${status.restartCount}`);
+        if (before !== undefined && status.restartCount < before) {
+          // Go's convertContainerStatus counts a restart it infers for a running container the runtime reports in an
+          // unknown state (ContainerStatusUnknown, as containerd does while it restarts); the CRI's own count replaces
+          // it once the runtime knows the container again. That one withdrawn inference is not a reset of the history.
+          if (this.inferred.has(key) && status.restartCount === before - 1) this.withdrawn.push(`${key}: ${before} -> ${status.restartCount}`);
+          else this.resets.push(`${key}: ${before} -> ${status.restartCount}`);
+        }
+        const unknown = [status.state?.terminated?.reason, status.lastState?.terminated?.reason].includes('ContainerStatusUnknown');
+        if (status.restartCount > (before ?? 0)) {
+          if (unknown) this.inferred.add(key);
+          else this.inferred.delete(key);
+        }
         this.restarts.set(key, Math.max(before ?? 0, status.restartCount));
       }
     }
@@ -247,7 +262,9 @@ export class PodObserver {
     return {
       name: 'no restart count reset',
       held: this.resets.length === 0,
-      detail: this.resets.length === 0 ? `${this.restarts.size} containers over ${this.samples} samples` : this.resets.join('; '),
+      detail:
+        (this.resets.length === 0 ? `${this.restarts.size} containers over ${this.samples} samples` : this.resets.join('; ')) +
+        (this.withdrawn.length ? `; inferred restarts (ContainerStatusUnknown) withdrawn once the runtime knew the container again: ${this.withdrawn.join('; ')}` : ''),
     };
   }
 }
