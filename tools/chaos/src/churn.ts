@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { httpDeployment, isPodReady, type Kubectl, type KubeObject } from '@kubelet-ts/cluster-e2e';
 
 export interface ChurnOptions {
@@ -29,7 +30,6 @@ export interface ChurnStats {
 
 export const CHURN_DEPLOYMENT = 'churn';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Pod churn, as the issue has it: a Deployment on the node scaled 0 -> max (rolled once at the top: a new template,

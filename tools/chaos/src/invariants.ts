@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { processResources } from '@kubelet-ts/core';
@@ -12,7 +13,6 @@ export interface InvariantResult {
   detail: string;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const uidLabel = 'io.kubernetes.pod.uid';
 const containerNameLabel = 'io.kubernetes.container.name';
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -309,7 +310,7 @@ export async function acquireRuntimeLock(containerd: ContainerdEnv, owner: strin
       log(`${owner}: waiting for ${dir} (held by pid ${holder}): one kubelet per containerd, or they stop each other's pods`);
       announced = true;
     }
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await sleep(2000);
   }
 }
 

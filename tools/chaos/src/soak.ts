@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Churn } from './churn.js';
 import { sampleResources } from './invariants.js';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
@@ -63,7 +64,6 @@ export function slope(points: Array<[number, number]>): number {
   return sxx === 0 ? 0 : sxy / sxx;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const MiB = 1048576;
 const HOUR = 3_600_000;
 

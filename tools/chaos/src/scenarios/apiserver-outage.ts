@@ -1,9 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { restartComponent } from '@kubelet-ts/cluster-e2e';
 import type { InvariantResult } from '../invariants.js';
 import type { RequestCounts } from '../node.js';
 import type { FaultReport, Scenario, ScenarioContext } from '../scenario.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `after - before` per key, keys with no change left out. */
 export function countsSince(before: RequestCounts, after: RequestCounts): RequestCounts {

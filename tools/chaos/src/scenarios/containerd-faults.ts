@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { readContainerdEnv } from '@kubelet-ts/cri-conformance';
@@ -5,7 +6,6 @@ import { CriChaosProxy } from '../cri-proxy.js';
 import { containerdPid, containerdTool } from '../node.js';
 import type { FaultReport, Scenario, ScenarioContext, ScenarioSettings } from '../scenario.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Scenario 2: containerd SIGKILLed mid-churn (its shims and containers live on, as with a crashed daemon) and

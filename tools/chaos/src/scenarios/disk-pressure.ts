@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, statfsSync, writeSync } from 'node:fs';
@@ -9,7 +10,6 @@ import type { ChaosNodeOptions } from '../node.js';
 import type { FaultReport, Scenario, ScenarioContext } from '../scenario.js';
 
 const execFileAsync = promisify(execFile);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const MiB = 1 << 20;
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
 

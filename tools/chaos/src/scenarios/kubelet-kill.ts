@@ -1,8 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { apiPods, type InvariantResult, runtimeView } from '../invariants.js';
 import { metricValue } from '../soak.js';
 import type { FaultReport, Scenario, ScenarioContext } from '../scenario.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Scenario 1: the kubelet SIGKILLed at random points of its syncs (the churn keeps it starting and stopping pods),

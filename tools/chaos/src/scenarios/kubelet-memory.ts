@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeletProcess } from '@kubelet-ts/cluster-e2e';
@@ -5,7 +6,6 @@ import type { InvariantResult } from '../invariants.js';
 import type { ChaosNodeOptions } from '../node.js';
 import type { FaultReport, Scenario, ScenarioContext } from '../scenario.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mib = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`;
 
 /** The memory cgroup (v1) the kubelet runs in: ours (kts-*), created and removed by the scenario. */
